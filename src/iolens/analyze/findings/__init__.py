@@ -1,0 +1,18 @@
+"""Root-cause rules, one per file, each with a stable code. Registered here, in code order."""
+
+from iolens.analyze.findings.base import Finding, JobRule, findings_table
+from iolens.analyze.findings.iol001_n1_shared_file import N1SharedFile
+from iolens.analyze.findings.iol002_single_ost_shared_file import SingleOstSharedFile
+from iolens.analyze.findings.iol003_read_amplification import ReadAmplification
+from iolens.analyze.findings.iol004_small_io import SmallIO
+from iolens.analyze.findings.iol005_metadata_heavy import MetadataHeavy
+
+JOB_RULES: tuple[type[JobRule], ...] = (
+    N1SharedFile,
+    SingleOstSharedFile,
+    ReadAmplification,
+    SmallIO,
+    MetadataHeavy,
+)
+
+__all__ = ["JOB_RULES", "Finding", "JobRule", "findings_table"]

@@ -1,0 +1,37 @@
+"""IOL001: N-1 file sharing at scale."""
+
+from __future__ import annotations
+
+from iolens.analyze.findings.base import GiB, Finding, JobRule
+from iolens.analyze.report import JobReport
+
+MIN_PROCS = 32
+MIN_BYTES = 1 * GiB
+
+
+class N1SharedFile(JobRule):
+    """All processes read or write one shared file.
+
+    Symptom: many processes (>= 32) move >= 1 GiB through files every process shares.
+    Why it hurts: shared-file I/O serialises on Lustre extent locks and is slow at the
+    backend; its slow requests hold forwarding-node threads and make neighbours on the same
+    forwarder wait (Beacon 4.3: N-1 jobs got <= 250 MB/s and made a neighbour wait 11x).
+    What to do: aggregate into N-M (MPI-IO collective buffering with `cb_nodes`, or one file
+    per group of ranks); if the shared file must stay, stripe it over many OSTs.
+    """
+
+    code = "IOL001"
+    name = "n1-shared-file"
+
+    def check(self, report: JobReport) -> Finding | None:
+        total = report.read_bytes + report.write_bytes
+        if report.io_mode != "N-1" or report.io_procs < MIN_PROCS or total < MIN_BYTES:
+            return None
+        return self.finding(
+            report,
+            {"io_procs": report.io_procs, "bytes": total, "read_bw_avg": report.read_bw_avg,
+             "write_bw_avg": report.write_bw_avg, "forwarders": report.forwarders},
+            f"{report.io_procs} processes share each file; switch to N-M aggregation "
+            "(MPI-IO collective I/O, e.g. romio_cb_write=enable with cb_nodes set) so one "
+            "process per group writes its own file.",
+        )

@@ -1,0 +1,39 @@
+"""IOL003: the backend read far more than the job asked for."""
+
+from __future__ import annotations
+
+from iolens.analyze.findings.base import GiB, Finding, JobRule
+from iolens.analyze.report import JobReport
+
+MIN_RATIO = 1.5
+MIN_BYTES = 1 * GiB
+
+
+class ReadAmplification(JobRule):
+    """OSTs served much more read traffic for the job than its processes read.
+
+    Symptom: OST read bytes attributed to the job exceed its client read bytes >= 1.5x.
+    Why it hurts: forwarding nodes' read-ahead cache thrashes under many sequential
+    streams (N-N reads), re-reading evicted data from disk: Beacon measured 3.5x.
+    What to do: lower the Lustre client read-ahead on forwarders
+    (`lctl set_param llite.*.max_read_ahead_per_file_mb=2`, Beacon's fix) or read with
+    fewer, larger streams (N-M aggregation), which Beacon found 3x faster.
+    """
+
+    code = "IOL003"
+    name = "read-amplification"
+
+    def check(self, report: JobReport) -> Finding | None:
+        client = report.layers.get("compute", {}).get("read_bytes", 0)
+        backend = report.layers.get("ost", {}).get("read_bytes", 0)
+        if client < MIN_BYTES or backend < MIN_RATIO * client:
+            return None
+        return self.finding(
+            report,
+            {"client_read_bytes": client, "ost_read_bytes": backend,
+             "amplification": round(backend / client, 2), "forwarders": report.forwarders},
+            f"the OSTs read {backend / client:.1f}x what the job read; reduce read-ahead "
+            "(llite.*.max_read_ahead_per_file_mb=2 on the forwarders) or aggregate reads "
+            "into fewer streams.",
+            severity="critical" if backend >= 3 * client else None,
+        )

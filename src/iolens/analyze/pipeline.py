@@ -1,0 +1,54 @@
+"""Run the per-job rules over jobs and keep their findings in the store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+
+import pyarrow as pa
+
+from iolens.analyze import report as job_report
+from iolens.analyze.findings import JOB_RULES, Finding, findings_table
+from iolens.model.schema import JOB_SUMMARIES
+from iolens.store.base import Store
+
+
+def analyze_jobs(store: Store, job_ids: Iterable[str] | None = None,
+                 silenced: frozenset[str] = frozenset(),
+                 on_job: Callable[[str], None] | None = None) -> list[Finding]:
+    """Re-derive the findings of `job_ids` (all jobs by default), replacing older ones."""
+    if job_ids is None:
+        job_ids = store.query("SELECT job_id FROM jobs ORDER BY job_id").column("job_id").to_pylist()
+    job_ids = list(job_ids)
+    rules = [rule() for rule in JOB_RULES if rule.code not in silenced]
+    found: list[Finding] = []
+    summaries: list[dict[str, object]] = []
+    now = datetime.now(UTC).replace(tzinfo=None)
+    for job_id in job_ids:
+        rep = job_report.build(store, job_id)
+        mine = [f for rule in rules if (f := rule.check(rep)) is not None]
+        found += mine
+        summary = {k: getattr(rep, k) for k in JOB_SUMMARIES.names if hasattr(rep, k)}
+        summaries.append({**summary, "findings": len(mine), "analyzed": now})
+        if on_job:
+            on_job(job_id)
+    with store.transaction():
+        store.register("_iolens_jobs", pa.table({"job_id": job_ids}))
+        try:
+            store.execute("DELETE FROM findings WHERE subject_kind = 'job' "
+                          "AND subject_id IN (SELECT job_id FROM _iolens_jobs)")
+            store.execute("DELETE FROM job_summaries "
+                          "WHERE job_id IN (SELECT job_id FROM _iolens_jobs)")
+        finally:
+            store.unregister("_iolens_jobs")
+        store.append("findings", findings_table(found))
+        store.append("job_summaries", pa.Table.from_pylist(summaries, schema=JOB_SUMMARIES))
+    return found
+
+
+def unanalyzed_jobs(store: Store) -> list[str]:
+    """Jobs with no summary yet, or with client records newer than their summary."""
+    return store.query(
+        "SELECT job_id FROM jobs WHERE job_id NOT IN (SELECT job_id FROM job_summaries) "
+        "ORDER BY job_id"
+    ).column("job_id").to_pylist()

@@ -1,0 +1,34 @@
+"""The iolens exception tree.
+
+    IolensError                 anything iolens reports to a person (one clear line, no traceback)
+     ├── InputError             bad input data: names the source (file, request) and line
+     ├── StoreError             the database is missing, corrupt, or from a newer iolens
+     └── NotFound               a job, component or file that is not in the store
+"""
+
+from __future__ import annotations
+
+__all__ = ["InputError", "IolensError", "NotFound", "StoreError"]
+
+
+class IolensError(Exception):
+    """Base of every error meant for a person rather than a traceback."""
+
+
+class InputError(IolensError):
+    """Malformed input: a log, a stats file, a trace or a request."""
+
+    def __init__(self, source: str, message: str, line: int | None = None) -> None:
+        self.source = source
+        self.line = line
+        self.message = message
+        where = f"{source}:{line}" if line is not None else source
+        super().__init__(f"{where}: {message}")
+
+
+class StoreError(IolensError):
+    """The store cannot be opened or used."""
+
+
+class NotFound(IolensError):
+    """A requested object does not exist in the store."""

@@ -1,0 +1,76 @@
+"""A batch of observations in model form: what every collector and importer hands to ingest.
+
+The tracer decoder, the node agent, the scheduler importer and the simulator all produce
+`Batch`es, and `load()` is the only way data enters the store. Anything the simulator
+knows but a real collector could not observe has no place here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+import pyarrow as pa
+
+from iolens.errors import InputError
+from iolens.model.schema import TABLES
+from iolens.store.base import Store
+
+
+@dataclass
+class Batch:
+    """Arrow tables keyed by store table name; any may be absent."""
+
+    source: str = "unknown"
+    components: pa.Table | None = None
+    forwarding: pa.Table | None = None
+    jobs: pa.Table | None = None
+    files: pa.Table | None = None
+    client_io: pa.Table | None = None
+    server_samples: pa.Table | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def tables(self) -> dict[str, pa.Table]:
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name in TABLES and getattr(self, f.name) is not None
+        }
+
+    def rows(self) -> int:
+        return sum(t.num_rows for t in self.tables().values())
+
+
+def conform(table: pa.Table, name: str, source: str) -> pa.Table:
+    """Cast `table` to the model schema of `name`, or say which column is wrong."""
+    schema = TABLES[name]
+    missing = [n for n in schema.names if n not in table.column_names]
+    if missing:
+        raise InputError(source, f"{name}: missing columns {', '.join(missing)}")
+    try:
+        return table.select(schema.names).cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        raise InputError(source, f"{name}: {exc}") from None
+
+
+def load(store: Store, batch: Batch) -> dict[str, int]:
+    """Append a batch atomically: either every table lands or none does."""
+    tables = {name: conform(t, name, batch.source) for name, t in batch.tables().items()}
+    counts: dict[str, int] = {}
+    with store.transaction():
+        # Jobs and files are upserts by key: a later source may know more about them.
+        if "jobs" in tables:
+            _delete_keys(store, "jobs", "job_id", tables["jobs"])
+        if "files" in tables:
+            _delete_keys(store, "files", "file_id", tables["files"])
+        for name, table in tables.items():
+            counts[name] = store.append(name, table)
+    return counts
+
+
+def _delete_keys(store: Store, table: str, key: str, rows: pa.Table) -> None:
+    keys = pa.table({key: rows.column(key).unique()})
+    store.register("_iolens_keys", keys)
+    try:
+        store.execute(f"DELETE FROM {table} WHERE {key} IN (SELECT {key} FROM _iolens_keys)")
+    finally:
+        store.unregister("_iolens_keys")

@@ -1,0 +1,183 @@
+"""The iolens data model: one Arrow schema per table, shared by every layer.
+
+Collectors, importers and the simulator build Arrow tables with these schemas; the
+store creates its DuckDB tables from them; analyses read them back. Keeping the
+columns in one place is what lets the tracer decoder, the agent and the simulator
+feed the same ingest path. `docs/data-model.md` explains each column.
+
+Conventions: times are UTC `timestamp[us]`; byte and op counts are int64; component
+and node ids are the site's own names (host names, Lustre target names).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+#: Bumped whenever a table or column changes; the store migrates older files.
+SCHEMA_VERSION = 1
+
+TS = pa.timestamp("us")
+
+#: Component kinds of the cluster topology.
+COMPONENT_KINDS = ("compute", "forwarder", "oss", "ost", "mds", "switch", "login")
+
+#: Operation names in client records. Data ops move bytes; the rest are metadata.
+DATA_OPS = ("read", "write")
+METADATA_OPS = (
+    "open",
+    "close",
+    "stat",
+    "unlink",
+    "rename",
+    "mkdir",
+    "rmdir",
+    "fsync",
+    "seek",
+    "mmap",
+    "dup",
+    "flush",
+)
+OPS = DATA_OPS + METADATA_OPS
+#: Metadata ops that reach the metadata server (Beacon's "metadata operations").
+MDS_OPS = ("open", "close", "stat", "unlink", "rename", "mkdir", "rmdir")
+
+IO_MODES = ("N-N", "N-1", "N-M", "1-1")
+
+COMPONENTS = pa.schema(
+    [
+        pa.field("component_id", pa.string(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        # The host that serves this component: an OST's OSS, a compute node's leaf switch.
+        pa.field("parent", pa.string()),
+        # Benchmarked peak bandwidth (bytes/s) and ops/s, used for load levels.
+        pa.field("peak_bw", pa.float64()),
+        pa.field("peak_ops", pa.float64()),
+    ]
+)
+
+# Static compute -> I/O forwarding node mapping (Beacon section 2).
+FORWARDING = pa.schema(
+    [
+        pa.field("compute_node", pa.string(), nullable=False),
+        pa.field("forwarder", pa.string(), nullable=False),
+    ]
+)
+
+JOBS = pa.schema(
+    [
+        pa.field("job_id", pa.string(), nullable=False),
+        pa.field("user", pa.string(), nullable=False),
+        pa.field("app", pa.string()),
+        pa.field("nodes", pa.list_(pa.string())),
+        pa.field("nprocs", pa.int32()),
+        pa.field("start", TS),
+        pa.field("end", TS),
+        pa.field("state", pa.string()),
+        # Where the job record came from: "slurm", "tracer", "darshan", "simulator"...
+        pa.field("source", pa.string()),
+    ]
+)
+
+FILES = pa.schema(
+    [
+        pa.field("file_id", pa.int64(), nullable=False),
+        pa.field("path", pa.string(), nullable=False),
+        pa.field("stripe_size", pa.int64()),
+        # OST ids the file stripes over, in stripe order (Lustre `lfs getstripe`).
+        pa.field("osts", pa.list_(pa.string())),
+    ]
+)
+
+# Client I/O records in the tracer's compressed form (Beacon first-pass compression):
+# `count` ops of `size` bytes each, the k-th at offset + k*stride, between t_start and t_end.
+CLIENT_IO = pa.schema(
+    [
+        pa.field("job_id", pa.string(), nullable=False),
+        pa.field("node", pa.string(), nullable=False),
+        pa.field("rank", pa.int32()),
+        pa.field("pid", pa.int32()),
+        pa.field("layer", pa.string()),
+        pa.field("op", pa.string(), nullable=False),
+        pa.field("file_id", pa.int64()),
+        pa.field("offset", pa.int64()),
+        pa.field("size", pa.int64()),
+        pa.field("stride", pa.int64()),
+        pa.field("count", pa.int64(), nullable=False),
+        pa.field("t_start", TS, nullable=False),
+        pa.field("t_end", TS, nullable=False),
+        # Total time spent inside the merged calls, in nanoseconds.
+        pa.field("dur_ns", pa.int64()),
+    ]
+)
+
+# Server-side samples: deltas over (ts - interval_s, ts]. A row with job_id set is that
+# job's share (Lustre jobstats, or forwarder requests attributed through the client node).
+SERVER_SAMPLES = pa.schema(
+    [
+        pa.field("ts", TS, nullable=False),
+        pa.field("interval_s", pa.float64(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("component_id", pa.string(), nullable=False),
+        pa.field("job_id", pa.string()),
+        pa.field("read_bytes", pa.int64()),
+        pa.field("write_bytes", pa.int64()),
+        pa.field("read_ops", pa.int64()),
+        pa.field("write_ops", pa.int64()),
+        pa.field("md_ops", pa.int64()),
+        # Mean request wait (queueing) and service time over the interval, microseconds.
+        pa.field("wait_us", pa.float64()),
+        pa.field("service_us", pa.float64()),
+        pa.field("queue_len", pa.float64()),
+        pa.field("active_threads", pa.float64()),
+    ]
+)
+
+FINDINGS = pa.schema(
+    [
+        pa.field("subject_kind", pa.string(), nullable=False),  # job | component | system
+        pa.field("subject_id", pa.string(), nullable=False),
+        pa.field("code", pa.string(), nullable=False),
+        pa.field("name", pa.string(), nullable=False),
+        pa.field("severity", pa.string(), nullable=False),  # info | warning | critical
+        pa.field("start", TS),
+        pa.field("end", TS),
+        pa.field("evidence", pa.string()),  # JSON object
+        pa.field("recommendation", pa.string()),
+        pa.field("created", TS),
+    ]
+)
+
+# Per-job derived figures, cached by the analysis pipeline for fast listings
+# (Beacon keeps the same summary per job in its job database).
+JOB_SUMMARIES = pa.schema(
+    [
+        pa.field("job_id", pa.string(), nullable=False),
+        pa.field("io_mode", pa.string()),
+        pa.field("read_bytes", pa.int64()),
+        pa.field("write_bytes", pa.int64()),
+        pa.field("read_bw_avg", pa.float64()),
+        pa.field("read_bw_peak", pa.float64()),
+        pa.field("write_bw_avg", pa.float64()),
+        pa.field("write_bw_peak", pa.float64()),
+        pa.field("iops_avg", pa.float64()),
+        pa.field("md_ops", pa.int64()),
+        pa.field("md_ops_rate", pa.float64()),
+        pa.field("io_procs", pa.int32()),
+        pa.field("io_nodes", pa.int32()),
+        pa.field("io_time_s", pa.float64()),
+        pa.field("findings", pa.int32()),
+        pa.field("analyzed", TS),
+    ]
+)
+
+#: Every table of the store, by name.
+TABLES: dict[str, pa.Schema] = {
+    "components": COMPONENTS,
+    "forwarding": FORWARDING,
+    "jobs": JOBS,
+    "files": FILES,
+    "client_io": CLIENT_IO,
+    "server_samples": SERVER_SAMPLES,
+    "findings": FINDINGS,
+    "job_summaries": JOB_SUMMARIES,
+}

@@ -1,0 +1,164 @@
+"""Human rendering of iolens objects with rich; JSON rendering for --json."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def human_bytes(n: float | None) -> str:
+    if n is None:
+        return "-"
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} PiB"
+
+
+def human_rate(n: float | None) -> str:
+    return "-" if n is None else f"{human_bytes(n)}/s"
+
+
+def human_time(t: datetime | str | None) -> str:
+    if t is None:
+        return "-"
+    if isinstance(t, str):
+        t = datetime.fromisoformat(t.replace("Z", ""))
+    return t.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def to_json(obj: Any) -> str:
+    def default(o: Any) -> Any:
+        if isinstance(o, datetime):
+            return o.isoformat() + ("Z" if o.tzinfo is None else "")
+        if hasattr(o, "item"):  # numpy scalars
+            return o.item()
+        raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+    def clean(o: Any) -> Any:
+        if isinstance(o, float) and not math.isfinite(o):
+            return None
+        if isinstance(o, dict):
+            return {k: clean(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return [clean(v) for v in o]
+        return o
+
+    return json.dumps(clean(obj), default=default, indent=2)
+
+
+def jobs_table(rows: list[dict[str, Any]], title: str = "Jobs") -> Table:
+    t = Table(title=title, header_style="bold", row_styles=["", "dim"], pad_edge=False)
+    for col, justify in (("job", "right"), ("user", "left"), ("app", "left"),
+                         ("nodes", "right"), ("start", "left"), ("min", "right"),
+                         ("state", "left"), ("mode", "left"), ("read", "right"),
+                         ("write", "right"), ("find.", "right")):
+        t.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for r in rows:
+        runtime = (r["end"] - r["start"]).total_seconds() if r.get("end") and r.get("start") else None
+        start = r.get("start")
+        t.add_row(r["job_id"], r["user"], r.get("app") or "-", str(len(r.get("nodes") or [])),
+                  start.strftime("%m-%d %H:%M") if start else "-",
+                  f"{runtime / 60:.0f}" if runtime else "-",
+                  (r.get("state") or "-")[:9], r.get("io_mode") or "-", human_bytes(r.get("read_bytes")),
+                  human_bytes(r.get("write_bytes")), str(r.get("findings") or 0))
+    return t
+
+
+def job_report(rep: dict[str, Any]) -> Group:
+    """The per-job report: summary, layers, files, findings."""
+    head = Table.grid(padding=(0, 2))
+    head.add_column(style="bold")
+    head.add_column()
+    head.add_column(style="bold")
+    head.add_column()
+    runtime = rep.get("runtime_s")
+    pairs = [
+        ("user", rep["user"]), ("app", rep.get("app") or "-"),
+        ("state", rep.get("state") or "-"), ("I/O mode", rep.get("io_mode") or "-"),
+        ("start", human_time(rep.get("start"))), ("end", human_time(rep.get("end"))),
+        ("runtime", f"{runtime / 60:.1f} min" if runtime else "-"),
+        ("I/O time", f"{rep['io_time_s']:.0f} s"),
+        ("nodes / procs", f"{rep['nodes']} / {rep.get('nprocs') or '-'}"),
+        ("I/O nodes / procs", f"{rep['io_nodes']} / {rep['io_procs']}"),
+        ("read", f"{human_bytes(rep['read_bytes'])} in {rep['read_ops']:,} ops"),
+        ("write", f"{human_bytes(rep['write_bytes'])} in {rep['write_ops']:,} ops"),
+        ("read bw avg / peak", f"{human_rate(rep['read_bw_avg'])} / {human_rate(rep['read_bw_peak'])}"),
+        ("write bw avg / peak",
+         f"{human_rate(rep['write_bw_avg'])} / {human_rate(rep['write_bw_peak'])}"),
+        ("IOPS avg", f"{rep['iops_avg']:,.0f}"), ("avg request", human_bytes(rep["avg_request"])),
+        ("metadata ops", f"{rep['md_ops']:,}"), ("metadata ops/s", f"{rep['md_ops_rate']:,.1f}"),
+        ("forwarders", ", ".join(rep["forwarders"]) or "-"),
+        ("OSTs", _short_list(rep["osts"])),
+    ]
+    for i in range(0, len(pairs), 2):
+        a, b = pairs[i], pairs[i + 1] if i + 1 < len(pairs) else ("", "")
+        head.add_row(a[0], str(a[1]), b[0], str(b[1]))
+
+    layers = Table(title="Bytes seen at each layer", header_style="bold")
+    for col in ("layer", "read", "write", "metadata ops"):
+        layers.add_column(col, justify="left" if col == "layer" else "right")
+    compute = rep["layers"].get("compute", {})
+    for name in ("compute", "forwarder", "ost", "mds"):
+        lay = rep["layers"].get(name)
+        if not lay:
+            continue
+        ratio = ""
+        if name == "ost" and compute.get("read_bytes"):
+            amp = lay["read_bytes"] / compute["read_bytes"]
+            ratio = f" ({amp:.1f}x)" if abs(amp - 1) > 0.05 else ""
+        layers.add_row(name, human_bytes(lay["read_bytes"]) + ratio,
+                       human_bytes(lay["write_bytes"]), f"{lay['md_ops']:,}")
+
+    files = Table(title="Busiest files", header_style="bold")
+    for col in ("path", "bytes", "procs", "OSTs"):
+        files.add_column(col, justify="left" if col in ("path", "OSTs") else "right")
+    for f in rep["top_files"][:5]:
+        files.add_row(f["path"] or str(f["file_id"]), human_bytes(f["bytes"]), str(f["procs"]),
+                      _short_list(f["osts"]))
+
+    parts: list[Any] = [head, layers, files]
+    if rep["findings"]:
+        for f in rep["findings"]:
+            style = SEVERITY_STYLE.get(f["severity"], "")
+            parts.append(Panel(Text(f["recommendation"]),
+                               title=Text(f"{f['code']} {f['name']} ({f['severity']})", style=style),
+                               title_align="left", border_style=style))
+    else:
+        parts.append(Text("No findings.", style="green"))
+    return Group(Panel(Group(*parts[:1]), title=f"Job {rep['job_id']}", title_align="left"),
+                 *parts[1:])
+
+
+def _short_list(items: list[str], most: int = 6) -> str:
+    if not items:
+        return "-"
+    return ", ".join(items[:most]) + (f" (+{len(items) - most} more)" if len(items) > most else "")
+
+
+def _width(stream: Any) -> int | None:
+    """Real terminals report their width; pipes and files get a roomy 120 columns."""
+    if os.environ.get("COLUMNS"):
+        return None
+    return None if stream.isatty() else 120
+
+
+def stdout_console() -> Console:
+    return Console(highlight=False, width=_width(sys.stdout))
+
+
+def stderr_console() -> Console:
+    return Console(stderr=True, width=_width(sys.stderr))

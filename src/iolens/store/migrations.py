@@ -1,0 +1,46 @@
+"""Schema migrations for the embedded store, applied in order on open.
+
+Each migration is frozen once released: a later schema change is a new entry, never an
+edit of an old one. `tests/store/test_migrations.py` checks that the migrated tables
+match `iolens.model.schema.TABLES`, so the Arrow model and the SQL cannot drift apart.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[int, str]] = [
+    (
+        1,
+        """
+        CREATE TABLE components (
+            component_id VARCHAR NOT NULL, kind VARCHAR NOT NULL, parent VARCHAR,
+            peak_bw DOUBLE, peak_ops DOUBLE);
+        CREATE TABLE forwarding (compute_node VARCHAR NOT NULL, forwarder VARCHAR NOT NULL);
+        CREATE TABLE jobs (
+            job_id VARCHAR NOT NULL, "user" VARCHAR NOT NULL, app VARCHAR, nodes VARCHAR[],
+            nprocs INTEGER, "start" TIMESTAMP, "end" TIMESTAMP, state VARCHAR, source VARCHAR);
+        CREATE TABLE files (
+            file_id BIGINT NOT NULL, path VARCHAR NOT NULL, stripe_size BIGINT, osts VARCHAR[]);
+        CREATE TABLE client_io (
+            job_id VARCHAR NOT NULL, node VARCHAR NOT NULL, rank INTEGER, pid INTEGER,
+            layer VARCHAR, op VARCHAR NOT NULL, file_id BIGINT, "offset" BIGINT, size BIGINT,
+            stride BIGINT, count BIGINT NOT NULL, t_start TIMESTAMP NOT NULL,
+            t_end TIMESTAMP NOT NULL, dur_ns BIGINT);
+        CREATE TABLE server_samples (
+            ts TIMESTAMP NOT NULL, interval_s DOUBLE NOT NULL, kind VARCHAR NOT NULL,
+            component_id VARCHAR NOT NULL, job_id VARCHAR, read_bytes BIGINT,
+            write_bytes BIGINT, read_ops BIGINT, write_ops BIGINT, md_ops BIGINT,
+            wait_us DOUBLE, service_us DOUBLE, queue_len DOUBLE, active_threads DOUBLE);
+        CREATE TABLE findings (
+            subject_kind VARCHAR NOT NULL, subject_id VARCHAR NOT NULL, code VARCHAR NOT NULL,
+            name VARCHAR NOT NULL, severity VARCHAR NOT NULL, "start" TIMESTAMP,
+            "end" TIMESTAMP, evidence VARCHAR, recommendation VARCHAR, created TIMESTAMP);
+        CREATE TABLE job_summaries (
+            job_id VARCHAR NOT NULL, io_mode VARCHAR, read_bytes BIGINT, write_bytes BIGINT,
+            read_bw_avg DOUBLE, read_bw_peak DOUBLE, write_bw_avg DOUBLE, write_bw_peak DOUBLE,
+            iops_avg DOUBLE, md_ops BIGINT, md_ops_rate DOUBLE, io_procs INTEGER,
+            io_nodes INTEGER, io_time_s DOUBLE, findings INTEGER, analyzed TIMESTAMP);
+        """,
+    ),
+]
+
+LATEST = MIGRATIONS[-1][0]
