@@ -1,9 +1,9 @@
 """The iolens exception tree.
 
-    IolensError                 anything iolens reports to a person (one clear line, no traceback)
-     ├── InputError             bad input data: names the source (file, request) and line
-     ├── StoreError             the database is missing, corrupt, or from a newer iolens
-     └── NotFound               a job, component or file that is not in the store
+IolensError                 anything iolens reports to a person (one clear line, no traceback)
+ ├── InputError             bad input data: names the source (file, request) and line
+ ├── StoreError             the database is missing, corrupt, or from a newer iolens
+ └── NotFound               a job, component or file that is not in the store
 """
 
 from __future__ import annotations

@@ -18,7 +18,9 @@ import numpy as np
 MINOR_FILE_SHARE = 0.01
 
 
-def classify(process: np.ndarray, file: np.ndarray, nbytes: np.ndarray, nprocs: int | None) -> str | None:
+def classify(
+    process: np.ndarray, file: np.ndarray, nbytes: np.ndarray, nprocs: int | None
+) -> str | None:
     """I/O mode from data records: process id, file id and bytes per record."""
     if len(process) == 0 or nbytes.sum() == 0:
         return None

@@ -13,12 +13,17 @@ from iolens.model.schema import JOB_SUMMARIES
 from iolens.store.base import Store
 
 
-def analyze_jobs(store: Store, job_ids: Iterable[str] | None = None,
-                 silenced: frozenset[str] = frozenset(),
-                 on_job: Callable[[str], None] | None = None) -> list[Finding]:
+def analyze_jobs(
+    store: Store,
+    job_ids: Iterable[str] | None = None,
+    silenced: frozenset[str] = frozenset(),
+    on_job: Callable[[str], None] | None = None,
+) -> list[Finding]:
     """Re-derive the findings of `job_ids` (all jobs by default), replacing older ones."""
     if job_ids is None:
-        job_ids = store.query("SELECT job_id FROM jobs ORDER BY job_id").column("job_id").to_pylist()
+        job_ids = (
+            store.query("SELECT job_id FROM jobs ORDER BY job_id").column("job_id").to_pylist()
+        )
     job_ids = list(job_ids)
     rules = [rule() for rule in JOB_RULES if rule.code not in silenced]
     found: list[Finding] = []
@@ -35,10 +40,13 @@ def analyze_jobs(store: Store, job_ids: Iterable[str] | None = None,
     with store.transaction():
         store.register("_iolens_jobs", pa.table({"job_id": job_ids}))
         try:
-            store.execute("DELETE FROM findings WHERE subject_kind = 'job' "
-                          "AND subject_id IN (SELECT job_id FROM _iolens_jobs)")
-            store.execute("DELETE FROM job_summaries "
-                          "WHERE job_id IN (SELECT job_id FROM _iolens_jobs)")
+            store.execute(
+                "DELETE FROM findings WHERE subject_kind = 'job' "
+                "AND subject_id IN (SELECT job_id FROM _iolens_jobs)"
+            )
+            store.execute(
+                "DELETE FROM job_summaries WHERE job_id IN (SELECT job_id FROM _iolens_jobs)"
+            )
         finally:
             store.unregister("_iolens_jobs")
         store.append("findings", findings_table(found))
@@ -48,7 +56,11 @@ def analyze_jobs(store: Store, job_ids: Iterable[str] | None = None,
 
 def unanalyzed_jobs(store: Store) -> list[str]:
     """Jobs with no summary yet, or with client records newer than their summary."""
-    return store.query(
-        "SELECT job_id FROM jobs WHERE job_id NOT IN (SELECT job_id FROM job_summaries) "
-        "ORDER BY job_id"
-    ).column("job_id").to_pylist()
+    return (
+        store.query(
+            "SELECT job_id FROM jobs WHERE job_id NOT IN (SELECT job_id FROM job_summaries) "
+            "ORDER BY job_id"
+        )
+        .column("job_id")
+        .to_pylist()
+    )

@@ -104,15 +104,21 @@ def series_of(records: pa.Table) -> Series:
         return spread(t0[mask], t1[mask], amount[mask], origin, BIN_S, nbins)
 
     is_data = np.isin(op, DATA_OPS)
-    return Series(origin, of(op == "read", nbytes), of(op == "write", nbytes),
-                  of(is_data, count), of(np.isin(op, MDS_OPS), count))
+    return Series(
+        origin,
+        of(op == "read", nbytes),
+        of(op == "write", nbytes),
+        of(is_data, count),
+        of(np.isin(op, MDS_OPS), count),
+    )
 
 
 TOP_FILES = 10
 
 
-def _top_files(fid: np.ndarray, process: np.ndarray, nbytes: np.ndarray,
-               layouts: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+def _top_files(
+    fid: np.ndarray, process: np.ndarray, nbytes: np.ndarray, layouts: dict[int, dict[str, Any]]
+) -> list[dict[str, Any]]:
     if len(fid) == 0:
         return []
     files, idx = np.unique(fid, return_inverse=True)
@@ -122,9 +128,15 @@ def _top_files(fid: np.ndarray, process: np.ndarray, nbytes: np.ndarray,
     for i in top:
         mask = idx == i
         layout = layouts.get(int(files[i]), {})
-        out.append({"file_id": int(files[i]), "path": layout.get("path"),
-                    "bytes": int(per_file[i]), "procs": len(np.unique(process[mask])),
-                    "osts": layout.get("osts", [])})
+        out.append(
+            {
+                "file_id": int(files[i]),
+                "path": layout.get("path"),
+                "bytes": int(per_file[i]),
+                "procs": len(np.unique(process[mask])),
+                "osts": layout.get("osts", []),
+            }
+        )
     return out
 
 
@@ -139,7 +151,9 @@ def build(store: Store, job_id: str, with_series: bool = False) -> JobReport:
     is_data = is_read | is_write
     node = rec.column("node").to_numpy(zero_copy_only=False)
     pid = rec.column("pid").to_numpy()
-    process = np.char.add(node.astype(str), np.char.add(":", pid.astype(str))) if len(node) else node
+    process = (
+        np.char.add(node.astype(str), np.char.add(":", pid.astype(str))) if len(node) else node
+    )
     fid = rec.column("file_id").to_numpy()
 
     series = series_of(rec)
@@ -153,11 +167,17 @@ def build(store: Store, job_id: str, with_series: bool = False) -> JobReport:
     io_nodes = sorted(set(node[is_data | np.isin(op, MDS_OPS)].tolist()))
     data_files = np.unique(fid[is_data]).tolist()
     layouts = queries.file_layouts(store, data_files)
-    osts = sorted({o for f in data_files for o in layouts.get(f, {}).get("osts", [])}
-                  | set(queries.osts_with_job_samples(store, job_id)))
-    layers = {"compute": {"read_bytes": int(nbytes[is_read].sum()),
-                          "write_bytes": int(nbytes[is_write].sum()),
-                          "md_ops": int(count[np.isin(op, MDS_OPS)].sum())}}
+    osts = sorted(
+        {o for f in data_files for o in layouts.get(f, {}).get("osts", [])}
+        | set(queries.osts_with_job_samples(store, job_id))
+    )
+    layers = {
+        "compute": {
+            "read_bytes": int(nbytes[is_read].sum()),
+            "write_bytes": int(nbytes[is_write].sum()),
+            "md_ops": int(count[np.isin(op, MDS_OPS)].sum()),
+        }
+    }
     layers.update(queries.layer_bytes(store, job_id))
     start, end = job["start"], job["end"]
     return JobReport(

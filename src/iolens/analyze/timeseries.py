@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def spread(t0: np.ndarray, t1: np.ndarray, amount: np.ndarray, origin: float, width: float,
-           nbins: int) -> np.ndarray:
+def spread(
+    t0: np.ndarray, t1: np.ndarray, amount: np.ndarray, origin: float, width: float, nbins: int
+) -> np.ndarray:
     """Sum of `amount` per bin, each spread uniformly over [t0, t1) (seconds).
 
     Zero-length records land wholly in the bin holding t0. Values outside the bins are

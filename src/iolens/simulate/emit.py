@@ -40,11 +40,17 @@ class LayerTotals:
     @classmethod
     def zeros(cls, seconds: int, topo: Topology) -> LayerTotals:
         def metrics(n: int) -> dict[str, np.ndarray]:
-            return {m: np.zeros((seconds, n), np.int64)
-                    for m in ("read_bytes", "write_bytes", "read_ops", "write_ops", "md_ops")}
+            return {
+                m: np.zeros((seconds, n), np.int64)
+                for m in ("read_bytes", "write_bytes", "read_ops", "write_ops", "md_ops")
+            }
 
-        return cls(metrics(len(topo.forwarders)), metrics(len(topo.osts)),
-                   np.zeros(seconds, np.int64), metrics(len(topo.switches)))
+        return cls(
+            metrics(len(topo.forwarders)),
+            metrics(len(topo.osts)),
+            np.zeros(seconds, np.int64),
+            metrics(len(topo.switches)),
+        )
 
 
 def rank_progress(p: PhaseRun) -> np.ndarray:
@@ -103,18 +109,22 @@ class Emitter:
             records += recs
             samples.append(self._phase_samples(run.first_node, spec, p))
         files = pa.table(
-            {"file_id": np.concatenate([ids, np.array([file_id(x) for x in extra_paths],
-                                                      np.int64)]),
-             "path": paths + extra_paths,
-             "stripe_size": [f.stripe_size for f in spec.files] + [2**20] * len(extra_paths),
-             "osts": osts + extra_osts},
+            {
+                "file_id": np.concatenate(
+                    [ids, np.array([file_id(x) for x in extra_paths], np.int64)]
+                ),
+                "path": paths + extra_paths,
+                "stripe_size": [f.stripe_size for f in spec.files] + [2**20] * len(extra_paths),
+                "osts": osts + extra_osts,
+            },
             schema=FILES,
         )
         return files, self._client_table(spec, run.first_node, records), pa.concat_tables(samples)
 
     # -- client records -----------------------------------------------------------------
-    def _client_table(self, spec: JobSpec, first_node: int,
-                      records: list[dict[str, np.ndarray]]) -> pa.Table:
+    def _client_table(
+        self, spec: JobSpec, first_node: int, records: list[dict[str, np.ndarray]]
+    ) -> pa.Table:
         cols = {k: np.concatenate([r[k] for r in records]) for k in records[0]}
         rank = cols["rank"]
         n = len(rank)
@@ -140,13 +150,31 @@ class Emitter:
         )
 
     @staticmethod
-    def _records(op: str, rank: np.ndarray, fid: np.ndarray, offset: np.ndarray, size: int,
-                 stride: int, count: np.ndarray, t0: np.ndarray, t1: np.ndarray,
-                 dur_ns: np.ndarray) -> dict[str, np.ndarray]:
+    def _records(
+        op: str,
+        rank: np.ndarray,
+        fid: np.ndarray,
+        offset: np.ndarray,
+        size: int,
+        stride: int,
+        count: np.ndarray,
+        t0: np.ndarray,
+        t1: np.ndarray,
+        dur_ns: np.ndarray,
+    ) -> dict[str, np.ndarray]:
         n = len(rank)
-        return {"op": np.full(n, op, object), "rank": rank, "file_id": fid, "offset": offset,
-                "size": np.full(n, size, np.int64), "stride": np.full(n, stride, np.int64),
-                "count": count.astype(np.int64), "t0": t0, "t1": t1, "dur_ns": dur_ns}
+        return {
+            "op": np.full(n, op, object),
+            "rank": rank,
+            "file_id": fid,
+            "offset": offset,
+            "size": np.full(n, size, np.int64),
+            "stride": np.full(n, stride, np.int64),
+            "count": count.astype(np.int64),
+            "t0": t0,
+            "t1": t1,
+            "dur_ns": dur_ns,
+        }
 
     def _chunks(self, p: PhaseRun, R: np.ndarray) -> tuple[np.ndarray, ...]:
         """Split each rank's per-second units into flush windows: (rank_i, count, t0, t1, busy)."""
@@ -164,18 +192,34 @@ class Emitter:
         t0 = p.start + chunk * FLUSH_S + first[rank_i, chunk]
         t1 = p.start + chunk * FLUSH_S + last[rank_i, chunk] + 1
         before = np.cumsum(counts, axis=1) - counts  # units done before each window
-        return (rank_i, counts[rank_i, chunk], t0, t1, busy[rank_i, chunk] * 10**9,
-                before[rank_i, chunk])
+        return (
+            rank_i,
+            counts[rank_i, chunk],
+            t0,
+            t1,
+            busy[rank_i, chunk] * 10**9,
+            before[rank_i, chunk],
+        )
 
-    def _data_records(self, first_node: int, spec: JobSpec, p: PhaseRun,
-                      ids: np.ndarray) -> list[dict[str, np.ndarray]]:
+    def _data_records(
+        self, first_node: int, spec: JobSpec, p: PhaseRun, ids: np.ndarray
+    ) -> list[dict[str, np.ndarray]]:
         s = p.spec
         R = rank_progress(p)
         rank_i, count, t0, t1, busy, before = self._chunks(p, R)
         fid = ids[s.file_idx]
-        data = self._records(s.kind, s.ranks[rank_i], fid[rank_i],
-                             s.offset0[rank_i] + before * s.stride, s.size, s.stride, count,
-                             t0, t1, busy)
+        data = self._records(
+            s.kind,
+            s.ranks[rank_i],
+            fid[rank_i],
+            s.offset0[rank_i] + before * s.stride,
+            s.size,
+            s.stride,
+            count,
+            t0,
+            t1,
+            busy,
+        )
         self._add_layer_totals(first_node, spec, p, R)
         # One open before and one close after each rank's part of the phase.
         active = R > 0
@@ -183,23 +227,38 @@ class Emitter:
         end = p.start + R.shape[1] - active[:, ::-1].argmax(axis=1)
         n = len(s.ranks)
         ones, zeros = np.ones(n, np.int64), np.zeros(n, np.int64)
-        opens = self._records("open", s.ranks, fid, np.full(n, -1), 0, 0, ones, start, start,
-                              zeros + 20_000)
-        closes = self._records("close", s.ranks, fid, np.full(n, -1), 0, 0, ones, end, end,
-                               zeros + 10_000)
+        opens = self._records(
+            "open", s.ranks, fid, np.full(n, -1), 0, 0, ones, start, start, zeros + 20_000
+        )
+        closes = self._records(
+            "close", s.ranks, fid, np.full(n, -1), 0, 0, ones, end, end, zeros + 10_000
+        )
         return [opens, data, closes]
 
-    def _meta_records(self, first_node: int, spec: JobSpec, p: PhaseRun,
-                      ids: np.ndarray) -> tuple[list[dict[str, np.ndarray]], list[str]]:
+    def _meta_records(
+        self, first_node: int, spec: JobSpec, p: PhaseRun, ids: np.ndarray
+    ) -> tuple[list[dict[str, np.ndarray]], list[str]]:
         """mdtest-like phase: per file create+write, stat, close, unlink."""
         s = p.spec
         R = rank_progress(p)
-        rank_i, count, t0, t1, busy, before = self._chunks(p, R)
+        rank_i, count, t0, t1, busy, _before = self._chunks(p, R)
         dirs = ids[s.file_idx]
         out = []
         for op in ("open", "stat", "close", "unlink"):  # merged per directory (same op)
-            out.append(self._records(op, s.ranks[rank_i], dirs[rank_i], np.full(len(rank_i), -1),
-                                     0, 0, count, t0, t1, busy // 8))
+            out.append(
+                self._records(
+                    op,
+                    s.ranks[rank_i],
+                    dirs[rank_i],
+                    np.full(len(rank_i), -1),
+                    0,
+                    0,
+                    count,
+                    t0,
+                    t1,
+                    busy // 8,
+                )
+            )
         # The small writes go to distinct files, so the tracer cannot merge them.
         created: list[str] = []
         w_rank, w_t, w_fid = [], [], []
@@ -213,14 +272,27 @@ class Emitter:
             w_fid.append(np.array([file_id(x) for x in names], np.int64))
         wr, wt = np.concatenate(w_rank), np.concatenate(w_t)
         n = len(wr)
-        out.append(self._records("write", wr, np.concatenate(w_fid), np.zeros(n, np.int64),
-                                 s.size, s.size, np.ones(n), wt, wt, np.full(n, 30_000)))
+        out.append(
+            self._records(
+                "write",
+                wr,
+                np.concatenate(w_fid),
+                np.zeros(n, np.int64),
+                s.size,
+                s.size,
+                np.ones(n),
+                wt,
+                wt,
+                np.full(n, 30_000),
+            )
+        )
         self._add_layer_totals(first_node, spec, p, R)
         return out, created
 
     # -- server side --------------------------------------------------------------------
-    def _per_component(self, p: PhaseRun, R: np.ndarray, comp_of_rank: np.ndarray,
-                       n_comp: int) -> np.ndarray:
+    def _per_component(
+        self, p: PhaseRun, R: np.ndarray, comp_of_rank: np.ndarray, n_comp: int
+    ) -> np.ndarray:
         """Sum per-rank per-second values into [component, second]."""
         out = np.zeros((n_comp, R.shape[1]), np.int64)
         np.add.at(out, comp_of_rank, R)
@@ -244,8 +316,7 @@ class Emitter:
         """Per-job rows: forwarder (by client node), OST (jobstats) and MDS shares."""
         return self._job_rows.pop((spec.job_id, p.index))
 
-    def _add_layer_totals(self, first_node: int, spec: JobSpec, p: PhaseRun,
-                          R: np.ndarray) -> None:
+    def _add_layer_totals(self, first_node: int, spec: JobSpec, p: PhaseRun, R: np.ndarray) -> None:
         s, topo, tot = p.spec, self.topo, self.totals
         d = R.shape[1]
         sl = slice(p.start, p.start + d)
@@ -283,17 +354,43 @@ class Emitter:
         tot.switch[f"{direction}_bytes"][sl] += sw_b.T
         tot.mds[sl] += mds_md
         rows = [
-            self._rows("forwarder", topo.forwarders, spec.job_id, p.start, direction, fwd_b, fwd_o,
-                       fwd_md),
-            self._rows("ost", topo.osts, spec.job_id, p.start, direction, ost_b, ost_o,
-                       np.zeros_like(ost_o)),
-            self._rows("mds", [topo.mds], spec.job_id, p.start, direction,
-                       np.zeros((1, d), np.int64), np.zeros((1, d), np.int64), mds_md[None, :]),
+            self._rows(
+                "forwarder", topo.forwarders, spec.job_id, p.start, direction, fwd_b, fwd_o, fwd_md
+            ),
+            self._rows(
+                "ost",
+                topo.osts,
+                spec.job_id,
+                p.start,
+                direction,
+                ost_b,
+                ost_o,
+                np.zeros_like(ost_o),
+            ),
+            self._rows(
+                "mds",
+                [topo.mds],
+                spec.job_id,
+                p.start,
+                direction,
+                np.zeros((1, d), np.int64),
+                np.zeros((1, d), np.int64),
+                mds_md[None, :],
+            ),
         ]
         self._job_rows[(spec.job_id, p.index)] = pa.concat_tables(rows)
 
-    def _rows(self, kind: str, names: list[str], job_id: str | None, start: int, direction: str,
-              b: np.ndarray, o: np.ndarray, md: np.ndarray) -> pa.Table:
+    def _rows(
+        self,
+        kind: str,
+        names: list[str],
+        job_id: str | None,
+        start: int,
+        direction: str,
+        b: np.ndarray,
+        o: np.ndarray,
+        md: np.ndarray,
+    ) -> pa.Table:
         comp, sec = np.nonzero((b > 0) | (o > 0) | (md > 0))
         n = len(comp)
         zero = np.zeros(n, np.int64)
@@ -323,44 +420,77 @@ class Emitter:
         seconds = len(r.fwd_load)
         tables = []
 
-        def add(kind: str, names: list[str], m: dict[str, np.ndarray], load: np.ndarray,
-                cap: np.ndarray, base_service_us: float) -> None:
+        def add(
+            kind: str,
+            names: list[str],
+            m: dict[str, np.ndarray],
+            load: np.ndarray,
+            cap: np.ndarray,
+            base_service_us: float,
+        ) -> None:
             t_idx, c_idx = np.meshgrid(np.arange(seconds), np.arange(len(names)), indexing="ij")
             t_idx, c_idx = t_idx.ravel(), c_idx.ravel()
             rho = load[:seconds].ravel()
             service = base_service_us / cap[:seconds].ravel()
             queue = threads * np.maximum(0.0, rho - 1.0) + np.where(
-                rho < 1.0, rho**2 / np.maximum(1e-3, 1.0 - rho), 0.0)
+                rho < 1.0, rho**2 / np.maximum(1e-3, 1.0 - rho), 0.0
+            )
             queue = np.minimum(queue, 4096.0)
             n = len(t_idx)
-            tables.append(pa.table({
-                "ts": (self.base_us + (t_idx + 1) * US).astype("datetime64[us]"),
-                "interval_s": np.ones(n),
-                "kind": pa.array([kind] * n, pa.string()),
-                "component_id": np.array(names, object)[c_idx],
-                "job_id": pa.nulls(n, pa.string()),
-                **{k: v[:seconds].ravel() for k, v in m.items()},
-                "wait_us": service * queue / threads,
-                "service_us": service,
-                "queue_len": queue,
-                "active_threads": threads * np.minimum(1.0, rho),
-            }, schema=SERVER_SAMPLES))
+            tables.append(
+                pa.table(
+                    {
+                        "ts": (self.base_us + (t_idx + 1) * US).astype("datetime64[us]"),
+                        "interval_s": np.ones(n),
+                        "kind": pa.array([kind] * n, pa.string()),
+                        "component_id": np.array(names, object)[c_idx],
+                        "job_id": pa.nulls(n, pa.string()),
+                        **{k: v[:seconds].ravel() for k, v in m.items()},
+                        "wait_us": service * queue / threads,
+                        "service_us": service,
+                        "queue_len": queue,
+                        "active_threads": threads * np.minimum(1.0, rho),
+                    },
+                    schema=SERVER_SAMPLES,
+                )
+            )
 
         add("forwarder", topo.forwarders, tot.fwd, r.fwd_load, r.fwd_cap, 1000.0)
         add("ost", topo.osts, tot.ost, r.ost_load, r.ost_cap, 2000.0)
-        oss = {k: np.stack([v[:, topo.ost_oss == i].sum(axis=1) for i in range(len(topo.oss))],
-                           axis=1) for k, v in tot.ost.items()}
-        oss_load = np.stack([r.ost_load[:, topo.ost_oss == i].mean(axis=1)
-                             for i in range(len(topo.oss))], axis=1)
-        oss_cap = np.stack([r.ost_cap[:, topo.ost_oss == i].mean(axis=1)
-                            for i in range(len(topo.oss))], axis=1)
+        oss = {
+            k: np.stack([v[:, topo.ost_oss == i].sum(axis=1) for i in range(len(topo.oss))], axis=1)
+            for k, v in tot.ost.items()
+        }
+        oss_load = np.stack(
+            [r.ost_load[:, topo.ost_oss == i].mean(axis=1) for i in range(len(topo.oss))], axis=1
+        )
+        oss_cap = np.stack(
+            [r.ost_cap[:, topo.ost_oss == i].mean(axis=1) for i in range(len(topo.oss))], axis=1
+        )
         add("oss", topo.oss, oss, oss_load, oss_cap, 2000.0)
         mds_md = tot.mds[:seconds] + np.round(r.storm_ops[:seconds]).astype(np.int64)
         zeros = np.zeros((seconds, 1), np.int64)
-        add("mds", [topo.mds], {"read_bytes": zeros, "write_bytes": zeros, "read_ops": zeros,
-                                "write_ops": zeros, "md_ops": mds_md[:, None]},
-            r.mds_load[:, None], np.ones((seconds, 1)), 100.0)
+        add(
+            "mds",
+            [topo.mds],
+            {
+                "read_bytes": zeros,
+                "write_bytes": zeros,
+                "read_ops": zeros,
+                "write_ops": zeros,
+                "md_ops": mds_md[:, None],
+            },
+            r.mds_load[:, None],
+            np.ones((seconds, 1)),
+            100.0,
+        )
         sw = {k: v for k, v in tot.switch.items()}
-        add("switch", topo.switches, sw, np.zeros((seconds, len(topo.switches))),
-            np.ones((seconds, len(topo.switches))), 1.0)
+        add(
+            "switch",
+            topo.switches,
+            sw,
+            np.zeros((seconds, len(topo.switches))),
+            np.ones((seconds, len(topo.switches))),
+            1.0,
+        )
         return pa.concat_tables(tables)

@@ -162,8 +162,19 @@ class Engine:
         total = weights.sum() or 1.0
         shared = len(np.unique(spec.file_idx)) == 1 and len(spec.ranks) > 1
         ranks_per_fwd = np.bincount(self.topo.fwd_of_node[nodes], minlength=len(fwd_share))
-        return PhaseRun(run.spec, run.next_phase, spec, t, nodes, fwd_share / total,
-                        ranks_per_fwd, ost_share / total, file_osts, shared, float(spec.units))
+        return PhaseRun(
+            run.spec,
+            run.next_phase,
+            spec,
+            t,
+            nodes,
+            fwd_share / total,
+            ranks_per_fwd,
+            ost_share / total,
+            file_osts,
+            shared,
+            float(spec.units),
+        )
 
     # -- the loop -----------------------------------------------------------------------
     def run(self, jobs: list[JobSpec], horizon: int) -> EngineResult:
@@ -215,20 +226,42 @@ class Engine:
                     run.active = None
                     run.next_phase += 1
                     nxt = run.next_phase
-                    pause = (run.spec.phases[nxt].compute_before if nxt < len(run.spec.phases)
-                             else run.spec.tail_compute)
+                    pause = (
+                        run.spec.phases[nxt].compute_before
+                        if nxt < len(run.spec.phases)
+                        else run.spec.tail_compute
+                    )
                     run.wake = t + 1 + pause
             t += 1
         if queue or running:
             raise RuntimeError("simulation did not finish: the workload overloads the cluster")
         faults = self.faults + self._thrash_episodes(finished)
-        fwd_load, ost_load, mds_load, fwd_cap, ost_cap = (np.array(x) for x in zip(*self.loads,
-                                                                                 strict=True))
-        return EngineResult(finished, faults, blame, io_seconds, t, np.array(storm_ops),
-                            fwd_load, ost_load, mds_load, fwd_cap, ost_cap)
+        fwd_load, ost_load, mds_load, fwd_cap, ost_cap = (
+            np.array(x) for x in zip(*self.loads, strict=True)
+        )
+        return EngineResult(
+            finished,
+            faults,
+            blame,
+            io_seconds,
+            t,
+            np.array(storm_ops),
+            fwd_load,
+            ost_load,
+            mds_load,
+            fwd_cap,
+            ost_cap,
+        )
 
-    def _step(self, t: int, active: list[PhaseRun], n_fwd: int, n_ost: int,
-              blame: dict[tuple[str, str], float], io_seconds: dict[str, float]) -> float:
+    def _step(
+        self,
+        t: int,
+        active: list[PhaseRun],
+        n_fwd: int,
+        n_ost: int,
+        blame: dict[tuple[str, str], float],
+        io_seconds: dict[str, float],
+    ) -> float:
         caps = self.caps
         fwd_cap = np.ones(n_fwd)
         ost_cap = np.ones(n_ost)
@@ -243,8 +276,9 @@ class Engine:
             elif f.kind == "metadata_storm":
                 storm = f.factor * caps.mds_ops
         if not active:
-            self.loads.append((np.zeros(n_fwd), np.zeros(n_ost), storm / caps.mds_ops,
-                               fwd_cap, ost_cap))
+            self.loads.append(
+                (np.zeros(n_fwd), np.zeros(n_ost), storm / caps.mds_ops, fwd_cap, ost_cap)
+            )
             return min(storm, caps.mds_ops)
         n = len(active)
         ask = np.zeros(n)
@@ -273,8 +307,10 @@ class Engine:
                 c_fwd[i] = s.size / caps.forwarder_bw + 1 / caps.forwarder_iops
                 mds_per_unit[i] = MD_OPS_PER_FILE
             else:
-                rate = min(ranks * caps.rank_bw, nodes * caps.node_bw,
-                           ranks * caps.rank_iops * s.size) / s.size
+                rate = (
+                    min(ranks * caps.rank_bw, nodes * caps.node_bw, ranks * caps.rank_iops * s.size)
+                    / s.size
+                )
                 c_fwd[i] = s.size / caps.forwarder_bw + 1 / caps.forwarder_iops
                 c_ost[i] = s.size / caps.ost_bw + 1 / caps.ost_iops
                 if p.n1:
@@ -304,14 +340,22 @@ class Engine:
         f_fwd = fwd_ratio.min(axis=1)
         # OSTs: requests share an OST in proportion to what they ask of it.
         ost_load = (asked * c_ost) @ S_ost
-        ost_factor = np.minimum(1.0, np.divide(ost_cap, ost_load, out=np.ones(n_ost),
-                                               where=ost_load > 0))
+        ost_factor = np.minimum(
+            1.0, np.divide(ost_cap, ost_load, out=np.ones(n_ost), where=ost_load > 0)
+        )
         f_ost = np.where(S_ost > 0, ost_factor, np.inf).min(axis=1)
         factor = np.minimum(np.minimum(f_fwd, f_ost), 1.0)
         factor = np.where(mds_per_unit > 0, np.minimum(factor, mds_factor), factor)
         grant = ask * factor
-        self.loads.append(((fwd_load + fwd_md) / np.maximum(fwd_cap, 1e-9), ost_load / ost_cap,
-                           (md_load + storm) / caps.mds_ops, fwd_cap, ost_cap))
+        self.loads.append(
+            (
+                (fwd_load + fwd_md) / np.maximum(fwd_cap, 1e-9),
+                ost_load / ost_cap,
+                (md_load + storm) / caps.mds_ops,
+                fwd_cap,
+                ost_cap,
+            )
+        )
         for i, p in enumerate(active):
             g = min(grant[i], p.remaining)
             p.remaining -= g
@@ -352,6 +396,13 @@ class Engine:
                     continue
                 fwds = [self.topo.forwarders[i] for i in np.nonzero(p.fwd_share)[0]]
                 for fwd in fwds:
-                    episodes.append(Fault("cache_thrashing", fwd, secs[0], secs[-1] + 1,
-                                          extra={"job_id": run.spec.job_id}))
+                    episodes.append(
+                        Fault(
+                            "cache_thrashing",
+                            fwd,
+                            secs[0],
+                            secs[-1] + 1,
+                            extra={"job_id": run.spec.job_id},
+                        )
+                    )
         return episodes

@@ -66,19 +66,34 @@ class Simulation:
         """Batches in collection order: topology, scheduler, per-job traces, agent totals."""
         topo = self.topology
         emitter = Emitter(topo, self.result, self.base_us)
-        yield "topology", Batch("simulator:topology", components=topo.components_table(),
-                                forwarding=topo.forwarding_table())
+        yield (
+            "topology",
+            Batch(
+                "simulator:topology",
+                components=topo.components_table(),
+                forwarding=topo.forwarding_table(),
+            ),
+        )
         yield "scheduler", Batch("simulator:slurm", jobs=emitter.jobs_table())
         pending: list[tuple[pa.Table, pa.Table, pa.Table]] = []
         for i, run in enumerate(self.result.jobs):
             pending.append(emitter.job_batch(i))
             # Coalesce jobs into large batches: one transaction per ~500k records.
-            if sum(p[1].num_rows for p in pending) >= BATCH_RECORDS or i == len(self.result.jobs) - 1:
+            if (
+                sum(p[1].num_rows for p in pending) >= BATCH_RECORDS
+                or i == len(self.result.jobs) - 1
+            ):
                 files, client, samples = (pa.concat_tables(t) for t in zip(*pending, strict=True))
                 pending.clear()
-                yield f"job {run.spec.job_id}", Batch(f"simulator:tracer+jobstats",
-                                                      files=files, client_io=client,
-                                                      server_samples=samples)
+                yield (
+                    f"job {run.spec.job_id}",
+                    Batch(
+                        "simulator:tracer+jobstats",
+                        files=files,
+                        client_io=client,
+                        server_samples=samples,
+                    ),
+                )
         yield "agents", Batch("simulator:agents", server_samples=emitter.totals_table())
 
 
@@ -106,33 +121,62 @@ def ground_truth(sim: Simulation) -> dict[str, Any]:
         read = sum(int(p.count.sum()) * p.size for p in s.phases if p.kind == "read")
         write = sum(int(p.count.sum()) * p.size for p in s.phases if p.kind in ("write", "meta"))
         jobs[s.job_id] = {
-            "io_mode": s.io_mode, "read_bytes": read, "write_bytes": write, "user": s.user,
-            "app": s.app, "nnodes": s.nnodes, "nprocs": s.nprocs, "state": s.state,
-            "start": iso(run.start), "end": iso(run.end),
+            "io_mode": s.io_mode,
+            "read_bytes": read,
+            "write_bytes": write,
+            "user": s.user,
+            "app": s.app,
+            "nnodes": s.nnodes,
+            "nprocs": s.nprocs,
+            "state": s.state,
+            "start": iso(run.start),
+            "end": iso(run.end),
             "io_seconds": sim.result.io_seconds.get(s.job_id, 0.0),
         }
     interference = []
     for (victim, culprit), lost in sorted(sim.result.blame.items()):
         io_s = sim.result.io_seconds.get(victim, 0.0)
         if lost >= max(INTERFERENCE_MIN_S, INTERFERENCE_MIN_SHARE * io_s):
-            interference.append({"victim": victim, "culprit": culprit,
-                                 "lost_seconds": round(lost, 1)})
+            interference.append(
+                {"victim": victim, "culprit": culprit, "lost_seconds": round(lost, 1)}
+            )
     faults = [
-        {"kind": f.kind, "component": f.component, "start": iso(f.start), "end": iso(f.end),
-         **({"factor": f.factor} if f.kind != "cache_thrashing" else {}), **f.extra}
+        {
+            "kind": f.kind,
+            "component": f.component,
+            "start": iso(f.start),
+            "end": iso(f.end),
+            **({"factor": f.factor} if f.kind != "cache_thrashing" else {}),
+            **f.extra,
+        }
         for f in sim.result.faults
     ]
     culprit, victim = sim.jobs[0].job_id, sim.jobs[1].job_id  # the planted N-1 pair
-    pair = next((i for i in interference if i["victim"] == victim and i["culprit"] == culprit),
-                None)
+    pair = next(
+        (i for i in interference if i["victim"] == victim and i["culprit"] == culprit), None
+    )
     if pair is not None:
         run = next(r for r in sim.result.jobs if r.spec.job_id == culprit)
         fwd = sim.topology.forwarders[int(sim.topology.fwd_of_node[run.first_node])]
         n1 = [p for p in run.phases if p.n1]
-        faults.append({"kind": "n1_interference", "component": fwd,
-                       "start": iso(min(p.start for p in n1)), "end": iso(max(p.end for p in n1)),
-                       "culprit": culprit, "victim": victim})
-    return {"config": {"nodes": sim.config.nodes, "hours": sim.config.hours,
-                       "seed": sim.config.seed, "start": iso(0)},
-            "jobs": jobs, "faults": faults, "interference": interference}
-
+        faults.append(
+            {
+                "kind": "n1_interference",
+                "component": fwd,
+                "start": iso(min(p.start for p in n1)),
+                "end": iso(max(p.end for p in n1)),
+                "culprit": culprit,
+                "victim": victim,
+            }
+        )
+    return {
+        "config": {
+            "nodes": sim.config.nodes,
+            "hours": sim.config.hours,
+            "seed": sim.config.seed,
+            "start": iso(0),
+        },
+        "jobs": jobs,
+        "faults": faults,
+        "interference": interference,
+    }

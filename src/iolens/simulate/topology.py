@@ -81,13 +81,19 @@ class Topology:
     def components_table(self) -> pa.Table:
         c = self.caps
         rows: list[tuple[str, str, str | None, float | None, float | None]] = []
-        rows += [(n, "compute", self.switches[self.switch_of_node[i]], c.node_bw, None)
-                 for i, n in enumerate(self.compute)]
+        rows += [
+            (n, "compute", self.switches[self.switch_of_node[i]], c.node_bw, None)
+            for i, n in enumerate(self.compute)
+        ]
         rows += [(f, "forwarder", None, c.forwarder_bw, c.forwarder_iops) for f in self.forwarders]
-        rows += [(o, "oss", None, c.ost_bw * np.sum(self.ost_oss == i), None)
-                 for i, o in enumerate(self.oss)]
-        rows += [(t, "ost", self.oss[self.ost_oss[i]], c.ost_bw, c.ost_iops)
-                 for i, t in enumerate(self.osts)]
+        rows += [
+            (o, "oss", None, c.ost_bw * np.sum(self.ost_oss == i), None)
+            for i, o in enumerate(self.oss)
+        ]
+        rows += [
+            (t, "ost", self.oss[self.ost_oss[i]], c.ost_bw, c.ost_iops)
+            for i, t in enumerate(self.osts)
+        ]
         rows += [(s, "switch", None, None, None) for s in self.switches]
         rows += [(self.mds, "mds", None, None, c.mds_ops), (self.login, "login", None, None, None)]
         cols = list(zip(*rows, strict=True))

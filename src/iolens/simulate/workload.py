@@ -112,17 +112,44 @@ class JobFactory:
         job.files.extend(FileSpec(p, stripe_count) for p in paths)
         return np.arange(first, first + len(paths))
 
-    def _n_n(self, job: JobSpec, kind: str, name: str, per_rank: int, size: int,
-             compute: int, ranks: np.ndarray | None = None, seq: bool = False) -> PhaseSpec:
+    def _n_n(
+        self,
+        job: JobSpec,
+        kind: str,
+        name: str,
+        per_rank: int,
+        size: int,
+        compute: int,
+        ranks: np.ndarray | None = None,
+        seq: bool = False,
+    ) -> PhaseSpec:
         """Each taking-part rank accesses a file of its own, contiguously."""
         ranks = np.arange(job.nprocs) if ranks is None else ranks
         files = self._add_files(job, [f"{self._dir(job)}/{name}.{r:05d}" for r in ranks])
         n = per_rank // size
-        return PhaseSpec(kind, size, ranks, np.full(len(ranks), n), files,
-                         np.zeros(len(ranks), np.int64), size, compute, seq)
+        return PhaseSpec(
+            kind,
+            size,
+            ranks,
+            np.full(len(ranks), n),
+            files,
+            np.zeros(len(ranks), np.int64),
+            size,
+            compute,
+            seq,
+        )
 
-    def _n_1(self, job: JobSpec, kind: str, name: str, per_rank: int, size: int,
-             compute: int, strided: bool, stripe_count: int) -> PhaseSpec:
+    def _n_1(
+        self,
+        job: JobSpec,
+        kind: str,
+        name: str,
+        per_rank: int,
+        size: int,
+        compute: int,
+        strided: bool,
+        stripe_count: int,
+    ) -> PhaseSpec:
         """All ranks share one file: interleaved (strided) or one segment per rank."""
         ranks = np.arange(job.nprocs)
         file = self._add_files(job, [f"{self._dir(job)}/{name}"], stripe_count)[0]
@@ -131,82 +158,183 @@ class JobFactory:
             offset0, stride = ranks.astype(np.int64) * size, size * len(ranks)
         else:
             offset0, stride = ranks.astype(np.int64) * n * size, size
-        return PhaseSpec(kind, size, ranks, np.full(len(ranks), n),
-                         np.full(len(ranks), file), offset0, stride, compute)
+        return PhaseSpec(
+            kind,
+            size,
+            ranks,
+            np.full(len(ranks), n),
+            np.full(len(ranks), file),
+            offset0,
+            stride,
+            compute,
+        )
 
     # -- applications -------------------------------------------------------------------
     def _lammps(self, job: JobSpec) -> None:
         for i in range(3):  # checkpoints, N-N
-            job.phases.append(self._n_n(job, "write", f"restart.{i}", 64 * MiB, 4 * MiB,
-                                        self._compute(120, 300)))
+            job.phases.append(
+                self._n_n(job, "write", f"restart.{i}", 64 * MiB, 4 * MiB, self._compute(120, 300))
+            )
 
     def _wrf(self, job: JobSpec) -> None:
         root = np.array([0])
         for i in range(4):  # rank 0 writes history files
-            job.phases.append(self._n_n(job, "write", f"wrfout.{i}", 2 * GiB, 1 * MiB,
-                                        self._compute(90, 240), ranks=root))
+            job.phases.append(
+                self._n_n(
+                    job,
+                    "write",
+                    f"wrfout.{i}",
+                    2 * GiB,
+                    1 * MiB,
+                    self._compute(90, 240),
+                    ranks=root,
+                )
+            )
 
     def _awp(self, job: JobSpec) -> None:
         stripes = 1 if self.rng.random() < 0.7 else 4  # users rarely restripe (Beacon 4.3)
-        job.phases.append(self._n_1(job, "read", "mesh.in", 16 * MiB, 1 * MiB,
-                                    self._compute(20, 60), strided=True, stripe_count=stripes))
+        job.phases.append(
+            self._n_1(
+                job,
+                "read",
+                "mesh.in",
+                16 * MiB,
+                1 * MiB,
+                self._compute(20, 60),
+                strided=True,
+                stripe_count=stripes,
+            )
+        )
         for i in range(2):
-            job.phases.append(self._n_1(job, "write", f"ckpt.{i}", 8 * MiB, 1 * MiB,
-                                        self._compute(150, 300), strided=bool(i % 2 == 0),
-                                        stripe_count=stripes))
+            job.phases.append(
+                self._n_1(
+                    job,
+                    "write",
+                    f"ckpt.{i}",
+                    8 * MiB,
+                    1 * MiB,
+                    self._compute(150, 300),
+                    strided=bool(i % 2 == 0),
+                    stripe_count=stripes,
+                )
+            )
 
     def _shentu(self, job: JobSpec) -> None:
-        job.phases.append(self._n_n(job, "read", "input", 256 * MiB, 1 * MiB,
-                                    self._compute(10, 30), seq=True))
-        job.phases.append(self._n_n(job, "write", "result", 32 * MiB, 4 * MiB,
-                                    self._compute(200, 400)))
+        job.phases.append(
+            self._n_n(job, "read", "input", 256 * MiB, 1 * MiB, self._compute(10, 30), seq=True)
+        )
+        job.phases.append(
+            self._n_n(job, "write", "result", 32 * MiB, 4 * MiB, self._compute(200, 400))
+        )
 
-    def _n_m(self, job: JobSpec, kind: str, name: str, per_agg: int, size: int,
-             compute: int, group: int, shared: bool) -> PhaseSpec:
+    def _n_m(
+        self,
+        job: JobSpec,
+        kind: str,
+        name: str,
+        per_agg: int,
+        size: int,
+        compute: int,
+        group: int,
+        shared: bool,
+    ) -> PhaseSpec:
         """N processes aggregate into M = N/group files."""
         nprocs = job.nprocs
         if not shared:  # every group-th rank is an aggregator with a file of its own
-            return self._n_n(job, kind, name, per_agg, size, compute,
-                             ranks=np.arange(0, nprocs, group))
+            return self._n_n(
+                job, kind, name, per_agg, size, compute, ranks=np.arange(0, nprocs, group)
+            )
         ranks = np.arange(nprocs)  # groups of `group` ranks stride through one file each
-        files = self._add_files(job, [f"{self._dir(job)}/{name}.{g:04d}"
-                                      for g in range(nprocs // group)])
+        files = self._add_files(
+            job, [f"{self._dir(job)}/{name}.{g:04d}" for g in range(nprocs // group)]
+        )
         n = per_agg // group // size
-        return PhaseSpec(kind, size, ranks, np.full(nprocs, n), files[ranks // group],
-                         (ranks % group).astype(np.int64) * size, size * group, compute)
+        return PhaseSpec(
+            kind,
+            size,
+            ranks,
+            np.full(nprocs, n),
+            files[ranks // group],
+            (ranks % group).astype(np.int64) * size,
+            size * group,
+            compute,
+        )
 
     def _xcfd(self, job: JobSpec) -> None:
         shared = bool(self.rng.random() < 0.5)
         for i in range(2):
-            job.phases.append(self._n_m(job, "write", f"field.{i}", 128 * MiB, 4 * MiB,
-                                        self._compute(150, 300), group=8, shared=shared))
+            job.phases.append(
+                self._n_m(
+                    job,
+                    "write",
+                    f"field.{i}",
+                    128 * MiB,
+                    4 * MiB,
+                    self._compute(150, 300),
+                    group=8,
+                    shared=shared,
+                )
+            )
 
     def _cesm(self, job: JobSpec) -> None:
-        write = self._n_m(job, "write", "restart", 64 * MiB, 4 * MiB, self._compute(100, 200),
-                          group=16, shared=False)
-        read = PhaseSpec("read", write.size, write.ranks, write.count.copy(), write.file_idx,
-                         write.offset0, write.stride, self._compute(120, 240), True)
+        write = self._n_m(
+            job,
+            "write",
+            "restart",
+            64 * MiB,
+            4 * MiB,
+            self._compute(100, 200),
+            group=16,
+            shared=False,
+        )
+        read = PhaseSpec(
+            "read",
+            write.size,
+            write.ranks,
+            write.count.copy(),
+            write.file_idx,
+            write.offset0,
+            write.stride,
+            self._compute(120, 240),
+            True,
+        )
         job.phases += [write, read]  # read-after-write of the same restart files
 
     def _dndc(self, job: JobSpec) -> None:
         ranks = np.arange(job.nprocs)
         for i in range(2):  # mdtest-like: create, write 4 KiB, stat, close, unlink
             dirs = self._add_files(job, [f"{self._dir(job)}/tmp{i}/r{r:05d}" for r in ranks])
-            job.phases.append(PhaseSpec("meta", 4 * KiB, ranks, np.full(len(ranks), 400), dirs,
-                                        np.zeros(len(ranks), np.int64), 0,
-                                        self._compute(60, 180)))
+            job.phases.append(
+                PhaseSpec(
+                    "meta",
+                    4 * KiB,
+                    ranks,
+                    np.full(len(ranks), 400),
+                    dirs,
+                    np.zeros(len(ranks), np.int64),
+                    0,
+                    self._compute(60, 180),
+                )
+            )
 
     def _vasp(self, job: JobSpec) -> None:
         for i in range(2):  # small writes
-            job.phases.append(self._n_n(job, "write", f"OUTCAR.{i}", 8 * MiB, 2 * KiB,
-                                        self._compute(60, 200)))
+            job.phases.append(
+                self._n_n(job, "write", f"OUTCAR.{i}", 8 * MiB, 2 * KiB, self._compute(60, 200))
+            )
 
     def _gromacs(self, job: JobSpec) -> None:
         root = np.array([0])
-        job.phases.append(self._n_n(job, "read", "topol.tpr", 256 * MiB, 1 * MiB,
-                                    self._compute(5, 20), ranks=root))
-        job.phases.append(self._n_n(job, "write", "traj.xtc", 512 * MiB, 1 * MiB,
-                                    self._compute(200, 500), ranks=root))
+        job.phases.append(
+            self._n_n(
+                job, "read", "topol.tpr", 256 * MiB, 1 * MiB, self._compute(5, 20), ranks=root
+            )
+        )
+        job.phases.append(
+            self._n_n(
+                job, "write", "traj.xtc", 512 * MiB, 1 * MiB, self._compute(200, 500), ranks=root
+            )
+        )
 
 
 def generate_jobs(

@@ -48,7 +48,9 @@ class DuckDBStore:
         except duckdb.IOException as exc:
             raise StoreError(f"cannot open {self.path}: {_first_line(exc)}") from None
         except duckdb.Error as exc:
-            raise StoreError(f"{self.path} is not a usable DuckDB file: {_first_line(exc)}") from None
+            raise StoreError(
+                f"{self.path} is not a usable DuckDB file: {_first_line(exc)}"
+            ) from None
         self._migrate(read_only)
 
     # -- schema -------------------------------------------------------------------------
@@ -66,7 +68,9 @@ class DuckDBStore:
         if version == 0 and self._user_tables() - {"meta"}:
             raise StoreError(f"{self.path} is a DuckDB file but not an iolens database")
         with self.transaction():
-            self.con.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+            self.con.execute(
+                "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)"
+            )
             for number, sql in MIGRATIONS:
                 if number > version:
                     self.con.execute(sql)
@@ -96,7 +100,7 @@ class DuckDBStore:
         data = data.select(schema.names).cast(schema)
         self.con.register("_iolens_append", data)
         try:
-            self.con.execute(f'INSERT INTO {table} BY NAME SELECT * FROM _iolens_append')
+            self.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _iolens_append")
         finally:
             self.con.unregister("_iolens_append")
         return data.num_rows

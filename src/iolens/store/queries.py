@@ -16,7 +16,7 @@ from iolens.store.base import Store
 
 
 def job(store: Store, job_id: str) -> dict[str, Any]:
-    rows = store.query('SELECT * FROM jobs WHERE job_id = ?', [job_id]).to_pylist()
+    rows = store.query("SELECT * FROM jobs WHERE job_id = ?", [job_id]).to_pylist()
     if not rows:
         raise NotFound(f"job {job_id} is not in {store.location}")
     return rows[0]
@@ -24,9 +24,11 @@ def job(store: Store, job_id: str) -> dict[str, Any]:
 
 def jobs(store: Store, user: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """Jobs with their cached summary figures (None where not analysed yet)."""
-    sql = ('SELECT j.*, s.* EXCLUDE (job_id, analyzed) FROM jobs j '
-           'LEFT JOIN job_summaries s USING (job_id)')
-    sql += ' WHERE "user" = ?' if user else ''
+    sql = (
+        "SELECT j.*, s.* EXCLUDE (job_id, analyzed) FROM jobs j "
+        "LEFT JOIN job_summaries s USING (job_id)"
+    )
+    sql += ' WHERE "user" = ?' if user else ""
     sql += ' ORDER BY "start", job_id' + (f" LIMIT {int(limit)}" if limit else "")
     return store.query(sql, [user] if user else []).to_pylist()
 
@@ -48,8 +50,11 @@ def layer_bytes(store: Store, job_id: str) -> dict[str, dict[str, int]]:
         [job_id],
     ).to_pylist()
     return {
-        r["kind"]: {"read_bytes": int(r["r"] or 0), "write_bytes": int(r["w"] or 0),
-                    "md_ops": int(r["md"] or 0)}
+        r["kind"]: {
+            "read_bytes": int(r["r"] or 0),
+            "write_bytes": int(r["w"] or 0),
+            "md_ops": int(r["md"] or 0),
+        }
         for r in rows
     }
 
@@ -59,10 +64,14 @@ def forwarders_of(store: Store, nodes: list[str]) -> list[str]:
         return []
     store.register("_iolens_nodes", pa.table({"node": nodes}))
     try:
-        rows = store.query(
-            "SELECT DISTINCT forwarder FROM forwarding JOIN _iolens_nodes "
-            "ON compute_node = node ORDER BY forwarder"
-        ).column("forwarder").to_pylist()
+        rows = (
+            store.query(
+                "SELECT DISTINCT forwarder FROM forwarding JOIN _iolens_nodes "
+                "ON compute_node = node ORDER BY forwarder"
+            )
+            .column("forwarder")
+            .to_pylist()
+        )
     finally:
         store.unregister("_iolens_nodes")
     return rows
@@ -84,16 +93,20 @@ def file_layouts(store: Store, file_ids: list[int]) -> dict[int, dict[str, Any]]
 
 def osts_with_job_samples(store: Store, job_id: str) -> list[str]:
     """OSTs whose jobstats name this job."""
-    return store.query(
-        "SELECT DISTINCT component_id FROM server_samples WHERE job_id = ? AND kind = 'ost' "
-        "ORDER BY component_id",
-        [job_id],
-    ).column("component_id").to_pylist()
+    return (
+        store.query(
+            "SELECT DISTINCT component_id FROM server_samples WHERE job_id = ? AND kind = 'ost' "
+            "ORDER BY component_id",
+            [job_id],
+        )
+        .column("component_id")
+        .to_pylist()
+    )
 
 
 def findings_for(store: Store, subject_kind: str, subject_id: str) -> list[dict[str, Any]]:
     rows = store.query(
-        "SELECT code, name, severity, subject_kind, subject_id, \"start\", \"end\", evidence, "
+        'SELECT code, name, severity, subject_kind, subject_id, "start", "end", evidence, '
         "recommendation FROM findings WHERE subject_kind = ? AND subject_id = ? "
         "ORDER BY CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END, code",
         [subject_kind, subject_id],

@@ -44,18 +44,40 @@ class JobRule:
     def check(self, report: JobReport) -> Finding | None:
         raise NotImplementedError
 
-    def finding(self, report: JobReport, evidence: dict[str, Any], recommendation: str,
-                severity: str | None = None) -> Finding:
-        return Finding(self.code, self.name, severity or self.severity, "job", report.job_id,
-                       evidence, recommendation, report.start, report.end)
+    def finding(
+        self,
+        report: JobReport,
+        evidence: dict[str, Any],
+        recommendation: str,
+        severity: str | None = None,
+    ) -> Finding:
+        return Finding(
+            self.code,
+            self.name,
+            severity or self.severity,
+            "job",
+            report.job_id,
+            evidence,
+            recommendation,
+            report.start,
+            report.end,
+        )
 
 
 def findings_table(findings: list[Finding]) -> pa.Table:
     rows = [
-        {"subject_kind": f.subject_kind, "subject_id": f.subject_id, "code": f.code,
-         "name": f.name, "severity": f.severity, "start": f.start, "end": f.end,
-         "evidence": json.dumps(f.evidence, sort_keys=True), "recommendation": f.recommendation,
-         "created": f.created}
+        {
+            "subject_kind": f.subject_kind,
+            "subject_id": f.subject_id,
+            "code": f.code,
+            "name": f.name,
+            "severity": f.severity,
+            "start": f.start,
+            "end": f.end,
+            "evidence": json.dumps(f.evidence, sort_keys=True),
+            "recommendation": f.recommendation,
+            "created": f.created,
+        }
         for f in findings
     ]
     return pa.Table.from_pylist(rows, schema=FINDINGS)

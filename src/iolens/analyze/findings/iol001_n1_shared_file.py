@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from iolens.analyze.findings.base import GiB, Finding, JobRule
+from iolens.analyze.findings.base import Finding, GiB, JobRule
 from iolens.analyze.report import JobReport
 
 MIN_PROCS = 32
@@ -29,8 +29,13 @@ class N1SharedFile(JobRule):
             return None
         return self.finding(
             report,
-            {"io_procs": report.io_procs, "bytes": total, "read_bw_avg": report.read_bw_avg,
-             "write_bw_avg": report.write_bw_avg, "forwarders": report.forwarders},
+            {
+                "io_procs": report.io_procs,
+                "bytes": total,
+                "read_bw_avg": report.read_bw_avg,
+                "write_bw_avg": report.write_bw_avg,
+                "forwarders": report.forwarders,
+            },
             f"{report.io_procs} processes share each file; switch to N-M aggregation "
             "(MPI-IO collective I/O, e.g. romio_cb_write=enable with cb_nodes set) so one "
             "process per group writes its own file.",

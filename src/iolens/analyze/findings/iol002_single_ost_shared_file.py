@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from iolens.analyze.findings.base import GiB, Finding, JobRule
+from iolens.analyze.findings.base import Finding, GiB, JobRule
 from iolens.analyze.report import JobReport
 
 MIN_BYTES = 1 * GiB
@@ -23,8 +23,11 @@ class SingleOstSharedFile(JobRule):
     name = "single-ost-shared-file"
 
     def check(self, report: JobReport) -> Finding | None:
-        hot = [f for f in report.top_files
-               if f["procs"] >= MIN_PROCS and f["bytes"] >= MIN_BYTES and len(f["osts"]) == 1]
+        hot = [
+            f
+            for f in report.top_files
+            if f["procs"] >= MIN_PROCS and f["bytes"] >= MIN_BYTES and len(f["osts"]) == 1
+        ]
         if not hot:
             return None
         worst = hot[0]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from iolens.analyze.findings.base import GiB, Finding, JobRule
+from iolens.analyze.findings.base import Finding, GiB, JobRule
 from iolens.analyze.report import JobReport
 
 MIN_RATIO = 1.5
@@ -30,8 +30,12 @@ class ReadAmplification(JobRule):
             return None
         return self.finding(
             report,
-            {"client_read_bytes": client, "ost_read_bytes": backend,
-             "amplification": round(backend / client, 2), "forwarders": report.forwarders},
+            {
+                "client_read_bytes": client,
+                "ost_read_bytes": backend,
+                "amplification": round(backend / client, 2),
+                "forwarders": report.forwarders,
+            },
             f"the OSTs read {backend / client:.1f}x what the job read; reduce read-ahead "
             "(llite.*.max_read_ahead_per_file_mb=2 on the forwarders) or aggregate reads "
             "into fewer streams.",

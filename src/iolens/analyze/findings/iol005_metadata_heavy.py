@@ -27,8 +27,7 @@ class MetadataHeavy(JobRule):
             return None
         return self.finding(
             report,
-            {"md_ops": report.md_ops, "md_ops_rate": report.md_ops_rate,
-             "files": report.files},
+            {"md_ops": report.md_ops, "md_ops_rate": report.md_ops_rate, "files": report.files},
             f"{report.md_ops_rate:.0f} metadata ops/s; pack small files into fewer large "
             "ones or use node-local storage for scratch files.",
         )

@@ -42,9 +42,11 @@ def run_demo(db: Path | None, nodes: int, hours: float, seed: int, out: Console)
         "(SELECT count(*) FROM components WHERE kind = 'forwarder') AS fwd, "
         "(SELECT count(*) FROM components WHERE kind = 'ost') AS ost"
     ).to_pylist()[0]
-    out.print(f"Simulated, ingested and analysed in {elapsed:.1f} s: {counts['jobs']} jobs, "
-              f"{counts['recs']:,} compressed client records, {counts['samples']:,} server samples "
-              f"({counts['fwd']} forwarders, {counts['ost']} OSTs, 1 MDS).")
+    out.print(
+        f"Simulated, ingested and analysed in {elapsed:.1f} s: {counts['jobs']} jobs, "
+        f"{counts['recs']:,} compressed client records, {counts['samples']:,} server samples "
+        f"({counts['fwd']} forwarders, {counts['ost']} OSTs, 1 MDS)."
+    )
 
     rows = queries.jobs(store)
     out.print(render.jobs_table(rows[:15], title=f"Jobs (first 15 of {len(rows)})"))
@@ -62,18 +64,29 @@ def run_demo(db: Path | None, nodes: int, hours: float, seed: int, out: Console)
     for f in findings:
         grouped.setdefault(f["code"], []).append(f)
     for code, fs in grouped.items():
-        by_code.add_row(code, fs[0]["name"], fs[0]["severity"], str(len(fs)),
-                        ", ".join(f["subject_id"] for f in fs[:4]))
+        by_code.add_row(
+            code,
+            fs[0]["name"],
+            fs[0]["severity"],
+            str(len(fs)),
+            ", ".join(f["subject_id"] for f in fs[:4]),
+        )
     out.print(by_code)
 
     # Honest check against what only the simulator knows.
     mode_ok = sum(1 for r in rows if r["io_mode"] == truth["jobs"][r["job_id"]]["io_mode"])
-    bytes_ok = sum(1 for r in rows
-                   if r["read_bytes"] == truth["jobs"][r["job_id"]]["read_bytes"]
-                   and r["write_bytes"] == truth["jobs"][r["job_id"]]["write_bytes"])
-    out.print(f"Ground truth: I/O mode right for {mode_ok}/{len(rows)} jobs, byte counts exact "
-              f"for {bytes_ok}/{len(rows)}; injected faults: "
-              + ", ".join(sorted({f['kind'] for f in truth['faults']})) + ".")
+    bytes_ok = sum(
+        1
+        for r in rows
+        if r["read_bytes"] == truth["jobs"][r["job_id"]]["read_bytes"]
+        and r["write_bytes"] == truth["jobs"][r["job_id"]]["write_bytes"]
+    )
+    out.print(
+        f"Ground truth: I/O mode right for {mode_ok}/{len(rows)} jobs, byte counts exact "
+        f"for {bytes_ok}/{len(rows)}; injected faults: "
+        + ", ".join(sorted({f["kind"] for f in truth["faults"]}))
+        + "."
+    )
 
     job_id = pick_interesting(rows, findings)
     if job_id:
@@ -81,6 +94,8 @@ def run_demo(db: Path | None, nodes: int, hours: float, seed: int, out: Console)
         out.print(render.job_report(report.build(store, job_id).to_dict()))
     store.close()
     out.print(Rule())
-    out.print(f"The database is {path}. Try:\n"
-              f"  iolens jobs --db {path} --user carol\n"
-              f"  iolens job {job_id} --db {path} --json")
+    out.print(
+        f"The database is {path}. Try:\n"
+        f"  iolens jobs --db {path} --user carol\n"
+        f"  iolens job {job_id} --db {path} --json"
+    )

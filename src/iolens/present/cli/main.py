@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from iolens import __version__
@@ -34,30 +33,46 @@ err = render.stderr_console()
 
 DbOption = Annotated[
     Path | None,
-    typer.Option("--db", envvar="IOLENS_DB", show_envvar=True,
-                 help="DuckDB store file [default: ~/.local/share/iolens/iolens.duckdb]."),
+    typer.Option(
+        "--db",
+        envvar="IOLENS_DB",
+        show_envvar=True,
+        help="DuckDB store file [default: ~/.local/share/iolens/iolens.duckdb].",
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON only.")]
 
 
 @contextmanager
 def progress(enabled: bool = True) -> Iterator[Progress]:
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), console=err, transient=True,
-                   disable=not enabled or not err.is_terminal)
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not enabled or not err.is_terminal,
+    )
     with bar:
         yield bar
 
 
-def _open(db: Path | None, *, create: bool = False):  # noqa: ANN202 - Store protocol
+def _open(db: Path | None, *, create: bool = False):
     from iolens.store import open_store
 
     return open_store(str(db) if db else None, create=create)
 
 
 # -- simulate -------------------------------------------------------------------------------
-def run_simulation(db: Path | None, nodes: int, hours: float, seed: int, fresh: bool = False,
-                   show_progress: bool = True) -> tuple[Any, dict[str, Any]]:
+def run_simulation(
+    db: Path | None,
+    nodes: int,
+    hours: float,
+    seed: int,
+    fresh: bool = False,
+    show_progress: bool = True,
+) -> tuple[Any, dict[str, Any]]:
     """Simulate, ingest through the normal path, analyse; returns (store, truth)."""
     from iolens.analyze.pipeline import analyze_jobs
     from iolens.ingest import load
@@ -88,7 +103,9 @@ def run_simulation(db: Path | None, nodes: int, hours: float, seed: int, fresh: 
 def simulate(
     db: DbOption = None,
     nodes: Annotated[int, typer.Option(min=16, help="Compute nodes (512 per forwarder).")] = 1024,
-    hours: Annotated[float, typer.Option(min=0.1, max=240, help="Hours of jobs to generate.")] = 2.0,
+    hours: Annotated[
+        float, typer.Option(min=0.1, max=240, help="Hours of jobs to generate.")
+    ] = 2.0,
     seed: Annotated[int, typer.Option(help="Random seed: same seed, same cluster.")] = 0,
     truth: Annotated[Path | None, typer.Option(help="Write the ground truth JSON here.")] = None,
     fresh: Annotated[bool, typer.Option(help="Delete the database first.")] = False,
@@ -98,14 +115,20 @@ def simulate(
     store, gt = run_simulation(db, nodes, hours, seed, fresh=fresh)
     if truth:
         truth.write_text(json.dumps(gt, indent=1, default=float))
-    summary = {"db": store.location, "jobs": len(gt["jobs"]), "faults": len(gt["faults"]),
-               "interference_pairs": len(gt["interference"])}
+    summary = {
+        "db": store.location,
+        "jobs": len(gt["jobs"]),
+        "faults": len(gt["faults"]),
+        "interference_pairs": len(gt["interference"]),
+    }
     store.close()
     if as_json:
         print(render.to_json(summary))
     else:
-        out.print(f"Simulated {summary['jobs']} jobs on {nodes} nodes into {summary['db']}"
-                  + (f"; ground truth in {truth}" if truth else ""))
+        out.print(
+            f"Simulated {summary['jobs']} jobs on {nodes} nodes into {summary['db']}"
+            + (f"; ground truth in {truth}" if truth else "")
+        )
 
 
 # -- queries --------------------------------------------------------------------------------
@@ -120,8 +143,22 @@ def _ensure_analyzed(store: Any) -> None:
 
 
 def _job_json(row: dict[str, Any]) -> dict[str, Any]:
-    keys = ("job_id", "user", "app", "start", "end", "state", "io_mode", "nprocs", "read_bytes",
-            "write_bytes", "read_bw_avg", "write_bw_avg", "md_ops", "findings")
+    keys = (
+        "job_id",
+        "user",
+        "app",
+        "start",
+        "end",
+        "state",
+        "io_mode",
+        "nprocs",
+        "read_bytes",
+        "write_bytes",
+        "read_bw_avg",
+        "write_bw_avg",
+        "md_ops",
+        "findings",
+    )
     return {"nodes": len(row.get("nodes") or []), **{k: row.get(k) for k in keys}}
 
 
@@ -164,7 +201,9 @@ def job(
 
 @app.command()
 def analyze(
-    job_ids: Annotated[list[str] | None, typer.Argument(help="Jobs to analyse [default: all].")] = None,
+    job_ids: Annotated[
+        list[str] | None, typer.Argument(help="Jobs to analyse [default: all].")
+    ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -185,12 +224,17 @@ def analyze(
     if as_json:
         print(render.to_json({"findings": counts}))
     else:
-        out.print(f"{len(found)} findings: " + (", ".join(f"{k} x{v}" for k, v in sorted(counts.items())) or "none"))
+        out.print(
+            f"{len(found)} findings: "
+            + (", ".join(f"{k} x{v}" for k, v in sorted(counts.items())) or "none")
+        )
 
 
 @app.command()
 def demo(
-    db: Annotated[Path | None, typer.Option("--db", help="Where to keep the demo database.")] = None,
+    db: Annotated[
+        Path | None, typer.Option("--db", help="Where to keep the demo database.")
+    ] = None,
     nodes: Annotated[int, typer.Option(min=16)] = 1024,
     hours: Annotated[float, typer.Option(min=0.1)] = 2.0,
     seed: int = 7,

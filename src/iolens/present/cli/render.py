@@ -62,19 +62,38 @@ def to_json(obj: Any) -> str:
 
 def jobs_table(rows: list[dict[str, Any]], title: str = "Jobs") -> Table:
     t = Table(title=title, header_style="bold", row_styles=["", "dim"], pad_edge=False)
-    for col, justify in (("job", "right"), ("user", "left"), ("app", "left"),
-                         ("nodes", "right"), ("start", "left"), ("min", "right"),
-                         ("state", "left"), ("mode", "left"), ("read", "right"),
-                         ("write", "right"), ("find.", "right")):
+    for col, justify in (
+        ("job", "right"),
+        ("user", "left"),
+        ("app", "left"),
+        ("nodes", "right"),
+        ("start", "left"),
+        ("min", "right"),
+        ("state", "left"),
+        ("mode", "left"),
+        ("read", "right"),
+        ("write", "right"),
+        ("find.", "right"),
+    ):
         t.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for r in rows:
-        runtime = (r["end"] - r["start"]).total_seconds() if r.get("end") and r.get("start") else None
+        runtime = (
+            (r["end"] - r["start"]).total_seconds() if r.get("end") and r.get("start") else None
+        )
         start = r.get("start")
-        t.add_row(r["job_id"], r["user"], r.get("app") or "-", str(len(r.get("nodes") or [])),
-                  start.strftime("%m-%d %H:%M") if start else "-",
-                  f"{runtime / 60:.0f}" if runtime else "-",
-                  (r.get("state") or "-")[:9], r.get("io_mode") or "-", human_bytes(r.get("read_bytes")),
-                  human_bytes(r.get("write_bytes")), str(r.get("findings") or 0))
+        t.add_row(
+            r["job_id"],
+            r["user"],
+            r.get("app") or "-",
+            str(len(r.get("nodes") or [])),
+            start.strftime("%m-%d %H:%M") if start else "-",
+            f"{runtime / 60:.0f}" if runtime else "-",
+            (r.get("state") or "-")[:9],
+            r.get("io_mode") or "-",
+            human_bytes(r.get("read_bytes")),
+            human_bytes(r.get("write_bytes")),
+            str(r.get("findings") or 0),
+        )
     return t
 
 
@@ -87,20 +106,30 @@ def job_report(rep: dict[str, Any]) -> Group:
     head.add_column()
     runtime = rep.get("runtime_s")
     pairs = [
-        ("user", rep["user"]), ("app", rep.get("app") or "-"),
-        ("state", rep.get("state") or "-"), ("I/O mode", rep.get("io_mode") or "-"),
-        ("start", human_time(rep.get("start"))), ("end", human_time(rep.get("end"))),
+        ("user", rep["user"]),
+        ("app", rep.get("app") or "-"),
+        ("state", rep.get("state") or "-"),
+        ("I/O mode", rep.get("io_mode") or "-"),
+        ("start", human_time(rep.get("start"))),
+        ("end", human_time(rep.get("end"))),
         ("runtime", f"{runtime / 60:.1f} min" if runtime else "-"),
         ("I/O time", f"{rep['io_time_s']:.0f} s"),
         ("nodes / procs", f"{rep['nodes']} / {rep.get('nprocs') or '-'}"),
         ("I/O nodes / procs", f"{rep['io_nodes']} / {rep['io_procs']}"),
         ("read", f"{human_bytes(rep['read_bytes'])} in {rep['read_ops']:,} ops"),
         ("write", f"{human_bytes(rep['write_bytes'])} in {rep['write_ops']:,} ops"),
-        ("read bw avg / peak", f"{human_rate(rep['read_bw_avg'])} / {human_rate(rep['read_bw_peak'])}"),
-        ("write bw avg / peak",
-         f"{human_rate(rep['write_bw_avg'])} / {human_rate(rep['write_bw_peak'])}"),
-        ("IOPS avg", f"{rep['iops_avg']:,.0f}"), ("avg request", human_bytes(rep["avg_request"])),
-        ("metadata ops", f"{rep['md_ops']:,}"), ("metadata ops/s", f"{rep['md_ops_rate']:,.1f}"),
+        (
+            "read bw avg / peak",
+            f"{human_rate(rep['read_bw_avg'])} / {human_rate(rep['read_bw_peak'])}",
+        ),
+        (
+            "write bw avg / peak",
+            f"{human_rate(rep['write_bw_avg'])} / {human_rate(rep['write_bw_peak'])}",
+        ),
+        ("IOPS avg", f"{rep['iops_avg']:,.0f}"),
+        ("avg request", human_bytes(rep["avg_request"])),
+        ("metadata ops", f"{rep['md_ops']:,}"),
+        ("metadata ops/s", f"{rep['md_ops_rate']:,.1f}"),
         ("forwarders", ", ".join(rep["forwarders"]) or "-"),
         ("OSTs", _short_list(rep["osts"])),
     ]
@@ -120,27 +149,41 @@ def job_report(rep: dict[str, Any]) -> Group:
         if name == "ost" and compute.get("read_bytes"):
             amp = lay["read_bytes"] / compute["read_bytes"]
             ratio = f" ({amp:.1f}x)" if abs(amp - 1) > 0.05 else ""
-        layers.add_row(name, human_bytes(lay["read_bytes"]) + ratio,
-                       human_bytes(lay["write_bytes"]), f"{lay['md_ops']:,}")
+        layers.add_row(
+            name,
+            human_bytes(lay["read_bytes"]) + ratio,
+            human_bytes(lay["write_bytes"]),
+            f"{lay['md_ops']:,}",
+        )
 
     files = Table(title="Busiest files", header_style="bold")
     for col in ("path", "bytes", "procs", "OSTs"):
         files.add_column(col, justify="left" if col in ("path", "OSTs") else "right")
     for f in rep["top_files"][:5]:
-        files.add_row(f["path"] or str(f["file_id"]), human_bytes(f["bytes"]), str(f["procs"]),
-                      _short_list(f["osts"]))
+        files.add_row(
+            f["path"] or str(f["file_id"]),
+            human_bytes(f["bytes"]),
+            str(f["procs"]),
+            _short_list(f["osts"]),
+        )
 
     parts: list[Any] = [head, layers, files]
     if rep["findings"]:
         for f in rep["findings"]:
             style = SEVERITY_STYLE.get(f["severity"], "")
-            parts.append(Panel(Text(f["recommendation"]),
-                               title=Text(f"{f['code']} {f['name']} ({f['severity']})", style=style),
-                               title_align="left", border_style=style))
+            parts.append(
+                Panel(
+                    Text(f["recommendation"]),
+                    title=Text(f"{f['code']} {f['name']} ({f['severity']})", style=style),
+                    title_align="left",
+                    border_style=style,
+                )
+            )
     else:
         parts.append(Text("No findings.", style="green"))
-    return Group(Panel(Group(*parts[:1]), title=f"Job {rep['job_id']}", title_align="left"),
-                 *parts[1:])
+    return Group(
+        Panel(Group(*parts[:1]), title=f"Job {rep['job_id']}", title_align="left"), *parts[1:]
+    )
 
 
 def _short_list(items: list[str], most: int = 6) -> str:

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install iolens into ./.venv on a fresh Debian 12 machine.
+#   bash scripts/bootstrap.sh          runtime install (pip install .)
+#   bash scripts/bootstrap.sh --test   editable install with the test tools
+# System packages (python3-venv, a C compiler for the tracer) are installed with apt when
+# missing and we are root or have sudo; everything else comes from PyPI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=runtime
+[ "${1:-}" = "--test" ] && mode=test
+
+need=()
+python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
+command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+command -v make >/dev/null 2>&1 || need+=(make)
+if [ "${#need[@]}" -gt 0 ]; then
+    if [ "$(id -u)" = 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi
+    echo "bootstrap: installing ${need[*]} with apt" >&2
+    "${apt_get[@]}" update -qq
+    DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" install -y -qq "${need[@]}" >/dev/null
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+if [ "$mode" = test ]; then
+    .venv/bin/python -m pip install -q -e '.[test]'
+else
+    .venv/bin/python -m pip install -q .
+fi

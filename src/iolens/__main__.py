@@ -1,0 +1,3 @@
+from iolens.present.cli.main import main
+
+main()

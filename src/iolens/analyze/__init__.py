@@ -1,0 +1,1 @@
+"""Analyses over the store: per-job reports, I/O modes, time series, findings."""

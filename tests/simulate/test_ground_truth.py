@@ -1,0 +1,114 @@
+"""The per-job report against what only the simulator knows."""
+
+from __future__ import annotations
+
+import pytest
+
+from iolens.analyze import report
+from iolens.store import queries
+
+
+@pytest.fixture(scope="module")
+def reports(sim_db):
+    with sim_db.store() as store:
+        return {j: report.build(store, j) for j in sim_db.truth["jobs"]}
+
+
+def test_simulation_is_big_enough(sim_db):
+    assert sim_db.truth["config"]["nodes"] >= 1024 and sim_db.truth["config"]["hours"] >= 2
+    assert len(sim_db.truth["jobs"]) >= 50
+    modes = {j["io_mode"] for j in sim_db.truth["jobs"].values()}
+    assert modes == {"N-N", "N-1", "N-M", "1-1"}
+
+
+def test_io_mode_of_every_job_matches_truth(sim_db, reports):
+    wrong = {
+        j: (r.io_mode, sim_db.truth["jobs"][j]["io_mode"])
+        for j, r in reports.items()
+        if r.io_mode != sim_db.truth["jobs"][j]["io_mode"]
+    }
+    assert wrong == {}
+
+
+def test_bytes_of_every_job_match_truth_exactly(sim_db, reports):
+    for job_id, r in reports.items():
+        t = sim_db.truth["jobs"][job_id]
+        assert (r.read_bytes, r.write_bytes) == (t["read_bytes"], t["write_bytes"]), job_id
+
+
+def test_every_job_is_listed_with_its_user(sim_db):
+    with sim_db.store() as store:
+        rows = {r["job_id"]: r for r in queries.jobs(store)}
+    assert set(rows) == set(sim_db.truth["jobs"])
+    assert all(rows[j]["user"] == t["user"] for j, t in sim_db.truth["jobs"].items())
+
+
+def _thrashed_jobs(truth):
+    return {f["job_id"] for f in truth["faults"] if f["kind"] == "cache_thrashing"}
+
+
+def test_bytes_conserved_across_layers(sim_db, reports):
+    thrashed = _thrashed_jobs(sim_db.truth)
+    for job_id, r in reports.items():
+        compute, fwd, ost = r.layers["compute"], r.layers["forwarder"], r.layers["ost"]
+        assert fwd["read_bytes"] == compute["read_bytes"], job_id
+        assert fwd["write_bytes"] == compute["write_bytes"], job_id
+        assert ost["write_bytes"] == compute["write_bytes"], job_id  # writes never amplify
+        if job_id not in thrashed:
+            assert ost["read_bytes"] == compute["read_bytes"], job_id
+        # Metadata ops reach the MDS one for one.
+        assert r.layers["mds"]["md_ops"] == compute["md_ops"] == r.md_ops, job_id
+
+
+def test_thrashing_amplifies_backend_reads(sim_db, reports):
+    thrashed = _thrashed_jobs(sim_db.truth)
+    assert thrashed, "the 1,024-node simulation plants an N-N read that thrashes"
+    for job_id in thrashed:
+        r = reports[job_id]
+        assert r.layers["ost"]["read_bytes"] > 1.5 * r.layers["compute"]["read_bytes"]
+        codes = {f["code"] for f in r.findings}
+        assert "IOL003" in codes
+
+
+def test_component_totals_cover_the_job_shares(sim_db):
+    """Agents' component totals equal the sum of per-job shares (plus the login storm at MDS)."""
+    with sim_db.store() as store:
+        rows = store.query("""
+            SELECT kind, job_id IS NULL AS total, sum(read_bytes) r, sum(write_bytes) w
+            FROM server_samples WHERE kind IN ('forwarder', 'ost')
+            GROUP BY ALL ORDER BY ALL""").to_pylist()
+    by = {(r["kind"], r["total"]): (r["r"], r["w"]) for r in rows}
+    for kind in ("forwarder", "ost"):
+        assert by[(kind, True)] == by[(kind, False)]
+
+
+def test_faults_and_interference_are_in_the_truth(sim_db):
+    kinds = {f["kind"] for f in sim_db.truth["faults"]}
+    assert kinds == {
+        "slow_ost",
+        "slow_forwarder",
+        "cache_thrashing",
+        "metadata_storm",
+        "n1_interference",
+    }
+    n1 = next(f for f in sim_db.truth["faults"] if f["kind"] == "n1_interference")
+    pairs = {(i["victim"], i["culprit"]) for i in sim_db.truth["interference"]}
+    assert (n1["victim"], n1["culprit"]) in pairs
+    assert sim_db.truth["jobs"][n1["culprit"]]["io_mode"] == "N-1"
+
+
+def test_report_fields_are_consistent(reports):
+    for r in reports.values():
+        assert r.io_procs <= (r.nprocs or r.io_procs)
+        assert r.io_nodes <= r.nodes
+        assert r.read_bw_peak >= r.read_bw_avg >= 0
+        assert r.write_bw_peak >= r.write_bw_avg >= 0
+        assert r.forwarders and all(f.startswith("fwd") for f in r.forwarders)
+        if r.read_bytes + r.write_bytes:
+            assert r.osts
+
+
+def test_planted_n1_culprit_is_diagnosed(sim_db, reports):
+    n1 = next(f for f in sim_db.truth["faults"] if f["kind"] == "n1_interference")
+    codes = {f["code"] for f in reports[n1["culprit"]].findings}
+    assert "IOL001" in codes

@@ -1,0 +1,109 @@
+"""The embedded DuckDB store: migrations, appends, and clear errors on bad files."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from iolens.errors import InputError, StoreError
+from iolens.ingest import Batch, load
+from iolens.model.schema import SCHEMA_VERSION, TABLES
+from iolens.store import DuckDBStore
+from iolens.store.migrations import LATEST
+
+DUCK_TYPES = {
+    pa.string(): "VARCHAR",
+    pa.int32(): "INTEGER",
+    pa.int64(): "BIGINT",
+    pa.float64(): "DOUBLE",
+    pa.timestamp("us"): "TIMESTAMP",
+    pa.list_(pa.string()): "VARCHAR[]",
+}
+
+
+def test_migrated_tables_match_the_model(tmp_path):
+    with DuckDBStore(tmp_path / "s.duckdb") as store:
+        assert store.schema_version() == LATEST == SCHEMA_VERSION
+        for name, schema in TABLES.items():
+            cols = store.query(
+                "SELECT column_name, data_type FROM information_schema.columns "
+                "WHERE table_name = ? ORDER BY ordinal_position",
+                [name],
+            ).to_pylist()
+            assert [c["column_name"] for c in cols] == schema.names, name
+            assert [c["data_type"] for c in cols] == [DUCK_TYPES[f.type] for f in schema], name
+
+
+def test_reopen_keeps_data(tmp_path):
+    path = tmp_path / "s.duckdb"
+    rows = pa.table({"compute_node": ["cn1", "cn2"], "forwarder": ["f1", "f1"]})
+    with DuckDBStore(path) as store:
+        assert store.append("forwarding", rows) == 2
+    with DuckDBStore(path, create=False) as store:
+        assert store.query("SELECT count(*) AS n FROM forwarding").to_pylist() == [{"n": 2}]
+
+
+def test_missing_db_is_a_clear_error(tmp_path):
+    with pytest.raises(StoreError, match=r"no iolens database at .*nope\.duckdb"):
+        DuckDBStore(tmp_path / "nope.duckdb", create=False)
+
+
+def test_corrupt_db_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.duckdb"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match=r"bad\.duckdb"):
+        DuckDBStore(bad)
+
+
+def test_foreign_duckdb_file_is_refused(tmp_path):
+    path = tmp_path / "other.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE customers (id INTEGER)")
+    con.close()
+    with pytest.raises(StoreError, match="not an iolens database"):
+        DuckDBStore(path)
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "s.duckdb"
+    with DuckDBStore(path) as store:
+        store.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match="schema version 999"):
+        DuckDBStore(path)
+
+
+def test_directory_is_refused(tmp_path):
+    with pytest.raises(StoreError, match="is a directory"):
+        DuckDBStore(tmp_path)
+
+
+def test_failed_batch_leaves_nothing_behind(tmp_path):
+    good = pa.table({"compute_node": ["cn1"], "forwarder": ["f1"]})
+    bad_jobs = pa.table({"job_id": ["1"]})  # missing required columns
+    with DuckDBStore(tmp_path / "s.duckdb") as store:
+        with pytest.raises(InputError, match="jobs: missing columns"):
+            load(store, Batch("test", forwarding=good, jobs=bad_jobs))
+        assert store.query("SELECT count(*) AS n FROM forwarding").to_pylist() == [{"n": 0}]
+
+
+def test_jobs_are_upserted_by_id(tmp_path):
+    def job(state: str) -> pa.Table:
+        return pa.table(
+            {
+                "job_id": ["7"],
+                "user": ["u"],
+                "app": ["a"],
+                "nodes": [["n1"]],
+                "nprocs": [1],
+                "start": [None],
+                "end": [None],
+                "state": [state],
+                "source": ["test"],
+            }
+        ).cast(TABLES["jobs"])
+
+    with DuckDBStore(tmp_path / "s.duckdb") as store:
+        load(store, Batch("t", jobs=job("RUNNING")))
+        load(store, Batch("t", jobs=job("COMPLETED")))
+        assert store.query("SELECT state FROM jobs").to_pylist() == [{"state": "COMPLETED"}]
