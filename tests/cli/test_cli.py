@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -137,3 +138,14 @@ def test_help_lists_commands():
     res = run_cli("--help")
     for cmd in ("simulate", "jobs", "job", "demo", "analyze"):
         assert cmd in res.stdout
+
+
+def test_demo_runs_and_matches_ground_truth(tmp_path):
+    res = run_cli("demo", "--db", str(tmp_path / "demo.duckdb"))
+    assert res.returncode == 0, res.stderr
+    out = " ".join(res.stdout.split())
+    m = re.search(r"I/O mode right for (\d+)/(\d+) jobs, byte counts exact for (\d+)/(\d+)", out)
+    assert m, out[-2000:]
+    right, total, exact, total2 = map(int, m.groups())
+    assert right == total == exact == total2 > 50
+    assert "Per-job report of job" in out and "Findings by rule" in out

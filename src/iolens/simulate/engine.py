@@ -52,6 +52,7 @@ class PhaseRun:
     nodes: np.ndarray  # compute node index of each taking-part rank
     fwd_share: np.ndarray
     ranks_per_fwd: np.ndarray  # processes of the phase behind each forwarder
+    n_nodes: int
     ost_share: np.ndarray
     ost_of_file: list[list[int]]
     n1: bool
@@ -130,16 +131,14 @@ class Engine:
         n = job.nnodes
         if job.first_node is not None:
             return job.first_node if self.free[job.first_node : job.first_node + n].all() else None
-        group = self.topo.nodes_per_forwarder
+        idx = np.arange(len(self.free))
+        last_busy = np.maximum.accumulate(np.where(self.free, -1, idx))
+        group_start = idx // self.topo.nodes_per_forwarder * self.topo.nodes_per_forwarder
         # Prefer a block inside one forwarder group (locality), else any contiguous block.
-        for aligned in (True, False):
-            run = 0
-            for i, is_free in enumerate(self.free):
-                if aligned and i % group == 0:
-                    run = 0
-                run = run + 1 if is_free else 0
-                if run == n:
-                    return i - n + 1
+        for run in (idx - np.maximum(last_busy, group_start - 1), idx - last_busy):
+            fits = run >= n
+            if fits.any():
+                return int(np.argmax(fits)) - n + 1
         return None
 
     def _stripe(self, count: int) -> list[int]:
@@ -163,17 +162,18 @@ class Engine:
         shared = len(np.unique(spec.file_idx)) == 1 and len(spec.ranks) > 1
         ranks_per_fwd = np.bincount(self.topo.fwd_of_node[nodes], minlength=len(fwd_share))
         return PhaseRun(
-            run.spec,
-            run.next_phase,
-            spec,
-            t,
-            nodes,
-            fwd_share / total,
-            ranks_per_fwd,
-            ost_share / total,
-            file_osts,
-            shared,
-            float(spec.units),
+            job=run.spec,
+            index=run.next_phase,
+            spec=spec,
+            start=t,
+            nodes=nodes,
+            fwd_share=fwd_share / total,
+            ranks_per_fwd=ranks_per_fwd,
+            n_nodes=len(np.unique(nodes)),
+            ost_share=ost_share / total,
+            ost_of_file=file_osts,
+            n1=shared,
+            remaining=float(spec.units),
         )
 
     # -- the loop -----------------------------------------------------------------------
@@ -300,7 +300,7 @@ class Engine:
         for i, p in enumerate(active):
             s = p.spec
             ranks = len(s.ranks)
-            nodes = len(np.unique(p.nodes))
+            nodes = p.n_nodes
             if s.kind == "meta":
                 rate = ranks * caps.rank_md_ops / MD_OPS_PER_FILE
                 c_md[i] = MD_OPS_PER_FILE / caps.forwarder_md_ops

@@ -366,7 +366,8 @@ def generate_jobs(
         thrasher.phases[0].compute_before = 900  # well after the N-1 scenario
 
     horizon = int(hours * 3600)
-    mean_nodes = float(np.mean([np.mean(a.scales) for a in APPS]))
+    grow = max(1, int(np.sqrt(nodes / 1024)))  # bigger machines: bigger and more jobs
+    mean_nodes = float(np.mean([min(s * grow, max(1, nodes // 4)) for a in APPS for s in a.scales]))
     rate = 0.9 * nodes / mean_nodes / 1500.0  # keep the machine ~busy (jobs last ~25 min)
     t = 30.0
     while True:
@@ -375,6 +376,6 @@ def generate_jobs(
             break
         app = APPS[int(rng.integers(len(APPS)))]
         scale = int(app.scales[int(rng.integers(len(app.scales)))])
-        scale = max(1, min(scale * max(1, nodes // 1024), nodes // 4))
+        scale = max(1, min(scale * grow, nodes // 4))
         add(app.name, scale, int(t))
     return jobs
