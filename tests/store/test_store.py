@@ -107,3 +107,34 @@ def test_jobs_are_upserted_by_id(tmp_path):
         load(store, Batch("t", jobs=job("RUNNING")))
         load(store, Batch("t", jobs=job("COMPLETED")))
         assert store.query("SELECT state FROM jobs").to_pylist() == [{"state": "COMPLETED"}]
+
+
+def test_batch_with_a_known_key_is_skipped(tmp_path):
+    rows = pa.table({"compute_node": ["cn1"], "forwarder": ["f1"]})
+    with DuckDBStore(tmp_path / "s.duckdb") as store:
+        assert load(store, Batch("t", key="host:1:2", forwarding=rows)) == {"forwarding": 1}
+        assert load(store, Batch("t", key="host:1:2", forwarding=rows)) == {}
+        assert load(store, Batch("t", key="host:1:3", forwarding=rows)) == {"forwarding": 1}
+        assert store.query("SELECT count(*) AS n FROM forwarding").to_pylist() == [{"n": 2}]
+
+
+def test_keep_known_jobs_does_not_clobber_the_scheduler(tmp_path):
+    def job(state: str, source: str) -> pa.Table:
+        return pa.table(
+            {
+                "job_id": ["7"],
+                "user": ["u"],
+                "app": ["a"],
+                "nodes": [["n1"]],
+                "nprocs": [1],
+                "start": [None],
+                "end": [None],
+                "state": [state],
+                "source": [source],
+            }
+        ).cast(TABLES["jobs"])
+
+    with DuckDBStore(tmp_path / "s.duckdb") as store:
+        load(store, Batch("slurm", jobs=job("COMPLETED", "slurm")))
+        load(store, Batch("tracer", jobs=job("UNKNOWN", "tracer"), keep_known_jobs=True))
+        assert store.query("SELECT source FROM jobs").to_pylist() == [{"source": "slurm"}]

@@ -8,6 +8,7 @@ knows but a real collector could not observe has no place here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
 
 import pyarrow as pa
 
@@ -21,6 +22,12 @@ class Batch:
     """Arrow tables keyed by store table name; any may be absent."""
 
     source: str = "unknown"
+    # Identity of what the batch came from (a trace file's host:pid:start, an agent's
+    # batch id): a batch whose key was loaded before is skipped, so retries are harmless.
+    key: str | None = None
+    # Job rows from a partial view (one process's trace) must not replace what the
+    # scheduler said about the same job: with this set, known jobs keep their rows.
+    keep_known_jobs: bool = False
     components: pa.Table | None = None
     forwarding: pa.Table | None = None
     jobs: pa.Table | None = None
@@ -53,18 +60,46 @@ def conform(table: pa.Table, name: str, source: str) -> pa.Table:
 
 
 def load(store: Store, batch: Batch) -> dict[str, int]:
-    """Append a batch atomically: either every table lands or none does."""
+    """Append a batch atomically: either every table lands or none does.
+
+    Returns rows appended per table; empty when the batch's key was loaded before.
+    """
     tables = {name: conform(t, name, batch.source) for name, t in batch.tables().items()}
     counts: dict[str, int] = {}
     with store.transaction():
+        if batch.key is not None:
+            seen = store.query("SELECT 1 FROM ingested WHERE key = ? LIMIT 1", [batch.key])
+            if seen.num_rows:
+                return {}
         # Jobs and files are upserts by key: a later source may know more about them.
         if "jobs" in tables:
-            _delete_keys(store, "jobs", "job_id", tables["jobs"])
+            if batch.keep_known_jobs:
+                tables["jobs"] = _without_known(store, tables["jobs"])
+            else:
+                _delete_keys(store, "jobs", "job_id", tables["jobs"])
         if "files" in tables:
             _delete_keys(store, "files", "file_id", tables["files"])
         for name, table in tables.items():
             counts[name] = store.append(name, table)
+        if batch.key is not None:
+            store.append(
+                "ingested",
+                pa.table(
+                    {
+                        "key": [batch.key],
+                        "source": [batch.source],
+                        "rows": [sum(counts.values())],
+                        "loaded_at": [datetime.now(UTC).replace(tzinfo=None)],
+                    }
+                ),
+            )
     return counts
+
+
+def _without_known(store: Store, jobs: pa.Table) -> pa.Table:
+    known = set(store.query("SELECT job_id FROM jobs").column("job_id").to_pylist())
+    keep = [job_id not in known for job_id in jobs.column("job_id").to_pylist()]
+    return jobs.filter(pa.array(keep, pa.bool_()))
 
 
 def _delete_keys(store: Store, table: str, key: str, rows: pa.Table) -> None:

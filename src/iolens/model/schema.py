@@ -170,6 +170,17 @@ JOB_SUMMARIES = pa.schema(
     ]
 )
 
+# Keys of batches already loaded, so re-imported files and re-sent batches are not
+# counted twice (agents retry; users re-run imports).
+INGESTED = pa.schema(
+    [
+        pa.field("key", pa.string(), nullable=False),
+        pa.field("source", pa.string()),
+        pa.field("rows", pa.int64()),
+        pa.field("loaded_at", TS),
+    ]
+)
+
 #: Every table of the store, by name.
 TABLES: dict[str, pa.Schema] = {
     "components": COMPONENTS,
@@ -180,4 +191,5 @@ TABLES: dict[str, pa.Schema] = {
     "server_samples": SERVER_SAMPLES,
     "findings": FINDINGS,
     "job_summaries": JOB_SUMMARIES,
+    "ingested": INGESTED,
 }

@@ -39,6 +39,8 @@ MIGRATIONS: list[tuple[int, str]] = [
             read_bw_avg DOUBLE, read_bw_peak DOUBLE, write_bw_avg DOUBLE, write_bw_peak DOUBLE,
             iops_avg DOUBLE, md_ops BIGINT, md_ops_rate DOUBLE, io_procs INTEGER,
             io_nodes INTEGER, io_time_s DOUBLE, findings INTEGER, analyzed TIMESTAMP);
+        CREATE TABLE ingested (
+            key VARCHAR NOT NULL, source VARCHAR, rows BIGINT, loaded_at TIMESTAMP);
         """,
     ),
 ]
