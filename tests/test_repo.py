@@ -36,8 +36,11 @@ def test_every_cli_command_is_documented():
     from iolens.present.cli.main import app
 
     docs = (ROOT / "README.md").read_text() + (ROOT / "docs" / "cli.md").read_text()
-    for command in app.registered_commands:
-        name = command.name or command.callback.__name__
+    names = [c.name or c.callback.__name__ for c in app.registered_commands]
+    for group in app.registered_groups:
+        names += [f"{group.name} {c.name or c.callback.__name__}"
+                  for c in group.typer_instance.registered_commands]
+    for name in names:
         assert f"iolens {name}" in docs, f"`iolens {name}` is not documented"
 
 

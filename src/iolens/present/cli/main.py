@@ -9,62 +9,26 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from iolens import __version__
 from iolens.errors import IolensError
-from iolens.present.cli import render
-
-app = typer.Typer(
-    name="iolens",
-    help="End-to-end I/O monitoring and diagnosis for HPC clusters.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
+from iolens.present.cli import render, tracing
+from iolens.present.cli.app import (
+    DbOption,
+    JsonOption,
+    app,
+    ensure_analyzed,
+    err,
+    open_db,
+    out,
+    progress,
 )
-out = render.stdout_console()
-err = render.stderr_console()
-
-DbOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--db",
-        envvar="IOLENS_DB",
-        show_envvar=True,
-        help="DuckDB store file [default: ~/.local/share/iolens/iolens.duckdb].",
-    ),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON only.")]
 
 
-@contextmanager
-def progress(enabled: bool = True) -> Iterator[Progress]:
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not enabled or not err.is_terminal,
-    )
-    with bar:
-        yield bar
-
-
-def _open(db: Path | None, *, create: bool = False):
-    from iolens.store import open_store
-
-    return open_store(str(db) if db else None, create=create)
-
-
-# -- simulate -------------------------------------------------------------------------------
 def run_simulation(
     db: Path | None,
     nodes: int,
@@ -83,7 +47,7 @@ def run_simulation(
     if fresh and path.exists():
         path.unlink()
         Path(f"{path}.wal").unlink(missing_ok=True)
-    store = _open(path, create=True)
+    store = open_db(path, create=True)
     with progress(show_progress) as bar:
         task = bar.add_task(f"simulating {nodes} nodes x {hours:g} h", total=None)
         sim = simulate(SimConfig(nodes=nodes, hours=hours, seed=seed))
@@ -132,16 +96,6 @@ def simulate(
 
 
 # -- queries --------------------------------------------------------------------------------
-def _ensure_analyzed(store: Any) -> None:
-    from iolens.analyze.pipeline import analyze_jobs, unanalyzed_jobs
-
-    todo = unanalyzed_jobs(store)
-    if todo:
-        with progress() as bar:
-            task = bar.add_task("analysing new jobs", total=len(todo))
-            analyze_jobs(store, todo, on_job=lambda _j: bar.advance(task))
-
-
 def _job_json(row: dict[str, Any]) -> dict[str, Any]:
     keys = (
         "job_id",
@@ -172,8 +126,8 @@ def jobs(
     """List jobs with their I/O mode and volumes."""
     from iolens.store import queries
 
-    with _open(db) as store:
-        _ensure_analyzed(store)
+    with open_db(db) as store:
+        ensure_analyzed(store)
         rows = queries.jobs(store, user=user, limit=limit)
     if as_json:
         print(render.to_json([_job_json(r) for r in rows]))
@@ -190,8 +144,8 @@ def job(
     """Per-job I/O report across compute, forwarding, OST and metadata layers."""
     from iolens.analyze import report
 
-    with _open(db) as store:
-        _ensure_analyzed(store)
+    with open_db(db) as store:
+        ensure_analyzed(store)
         rep = report.build(store, job_id).to_dict()
     if as_json:
         print(render.to_json(rep))
@@ -211,7 +165,7 @@ def analyze(
     from iolens.analyze.pipeline import analyze_jobs
     from iolens.store import queries
 
-    with _open(db) as store:
+    with open_db(db) as store:
         ids = job_ids or None
         for j in ids or []:
             queries.job(store, j)  # unknown ids fail early, by name
@@ -249,6 +203,10 @@ def demo(
 def version() -> None:
     """Print the iolens version."""
     out.print(__version__)
+
+
+app.command(context_settings={"allow_interspersed_args": False})(tracing.trace)
+app.add_typer(tracing.import_app, name="import")
 
 
 def main() -> None:
