@@ -1,5 +1,6 @@
 """Ingest: the single path by which observations enter the store."""
 
-from iolens.ingest.batch import Batch, load
+from iolens.ingest.load import load
+from iolens.model.batch import Batch
 
 __all__ = ["Batch", "load"]

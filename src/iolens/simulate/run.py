@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from iolens.ingest.batch import Batch
+from iolens.model.batch import Batch
 from iolens.simulate.emit import Emitter
 from iolens.simulate.engine import Engine, EngineResult, Fault
 from iolens.simulate.topology import Topology

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from iolens.errors import InputError
-from iolens.ingest.batch import Batch
+from iolens.model.batch import Batch
 from iolens.model.schema import JOBS
 from iolens.store.base import Store
 from iolens.tracefile import TraceFile, decode

@@ -16,7 +16,7 @@ import typer
 
 from iolens import __version__
 from iolens.errors import IolensError
-from iolens.present.cli import render, tracing
+from iolens.present.cli import render, serving, tracing
 from iolens.present.cli.app import (
     DbOption,
     JsonOption,
@@ -207,6 +207,7 @@ def version() -> None:
 
 app.command(context_settings={"allow_interspersed_args": False})(tracing.trace)
 app.add_typer(tracing.import_app, name="import")
+app.command()(serving.serve)
 
 
 def main() -> None:
