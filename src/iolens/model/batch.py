@@ -31,6 +31,7 @@ class Batch:
     files: pa.Table | None = None
     client_io: pa.Table | None = None
     server_samples: pa.Table | None = None
+    metrics: pa.Table | None = None
     extra: dict[str, object] = field(default_factory=dict)
 
     def tables(self) -> dict[str, pa.Table]:

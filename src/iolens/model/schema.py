@@ -132,6 +132,21 @@ SERVER_SAMPLES = pa.schema(
     ]
 )
 
+# Every other server-side metric an agent reads (per-op Lustre stats, histograms, IB port
+# counters, node load), in long form: one value per (time, component, metric). Counters
+# arrive as per-second rates over the interval; gauges as read.
+METRICS = pa.schema(
+    [
+        pa.field("ts", TS, nullable=False),
+        pa.field("interval_s", pa.float64()),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("component_id", pa.string(), nullable=False),
+        pa.field("job_id", pa.string()),
+        pa.field("metric", pa.string(), nullable=False),
+        pa.field("value", pa.float64(), nullable=False),
+    ]
+)
+
 FINDINGS = pa.schema(
     [
         pa.field("subject_kind", pa.string(), nullable=False),  # job | component | system
@@ -189,6 +204,7 @@ TABLES: dict[str, pa.Schema] = {
     "files": FILES,
     "client_io": CLIENT_IO,
     "server_samples": SERVER_SAMPLES,
+    "metrics": METRICS,
     "findings": FINDINGS,
     "job_summaries": JOB_SUMMARIES,
     "ingested": INGESTED,

@@ -106,15 +106,21 @@ class DuckDBStore:
         return data.num_rows
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
-        relation = self.con.sql(sql, params=list(params) or None)
-        if relation is None:
-            return pa.table({})
-        # DuckDB 2 renamed arrow() to to_arrow_table().
-        fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
-        return fetch()
+        try:
+            relation = self.con.sql(sql, params=list(params) or None)
+            if relation is None:
+                return pa.table({})
+            # DuckDB 2 renamed arrow() to to_arrow_table().
+            fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
+            return fetch()
+        except duckdb.Error as exc:
+            raise StoreError(f"{self.path}: {_first_line(exc)}") from exc
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        self.con.execute(sql, list(params))
+        try:
+            self.con.execute(sql, list(params))
+        except duckdb.Error as exc:
+            raise StoreError(f"{self.path}: {_first_line(exc)}") from exc
 
     def register(self, name: str, data: pa.Table) -> None:
         self.con.register(name, data)

@@ -30,6 +30,10 @@ MIGRATIONS: list[tuple[int, str]] = [
             component_id VARCHAR NOT NULL, job_id VARCHAR, read_bytes BIGINT,
             write_bytes BIGINT, read_ops BIGINT, write_ops BIGINT, md_ops BIGINT,
             wait_us DOUBLE, service_us DOUBLE, queue_len DOUBLE, active_threads DOUBLE);
+        CREATE TABLE metrics (
+            ts TIMESTAMP NOT NULL, interval_s DOUBLE, kind VARCHAR NOT NULL,
+            component_id VARCHAR NOT NULL, job_id VARCHAR, metric VARCHAR NOT NULL,
+            value DOUBLE NOT NULL);
         CREATE TABLE findings (
             subject_kind VARCHAR NOT NULL, subject_id VARCHAR NOT NULL, code VARCHAR NOT NULL,
             name VARCHAR NOT NULL, severity VARCHAR NOT NULL, "start" TIMESTAMP,

@@ -7,6 +7,7 @@ store runs the same statements over views with the same table names.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
@@ -116,3 +117,47 @@ def findings_for(store: Store, subject_kind: str, subject_id: str) -> list[dict[
         for k in ("start", "end"):
             r[k] = r[k].isoformat() + "Z" if r[k] else None
     return rows
+
+
+_WIDE = (
+    "read_bytes",
+    "write_bytes",
+    "read_ops",
+    "write_ops",
+    "md_ops",
+    "wait_us",
+    "service_us",
+    "queue_len",
+    "active_threads",
+)
+
+
+def series(
+    store: Store,
+    kind: str | None = None,
+    component: str | None = None,
+    metric: str | None = None,
+    since: datetime | None = None,
+    limit: int = 10_000,
+) -> list[dict[str, Any]]:
+    """Server-side samples in long form: the wide standard metrics and every agent metric."""
+    unpivot = " UNION ALL ".join(
+        f"SELECT ts, kind, component_id, job_id, '{m}' AS metric, {m}::DOUBLE AS value "
+        f"FROM server_samples WHERE {m} IS NOT NULL"
+        for m in _WIDE
+    )
+    where, params = ["job_id IS NULL"], []
+    for col, val in (("kind", kind), ("component_id", component), ("metric", metric)):
+        if val is not None:
+            where.append(f"{col} = ?")
+            params.append(val)
+    if since is not None:
+        where.append("ts >= ?")
+        params.append(since)
+    sql = (
+        f"SELECT ts AS time, kind, component_id AS component, metric, value FROM ("
+        f"{unpivot} UNION ALL SELECT ts, kind, component_id, job_id, metric, value "
+        f"FROM metrics) WHERE {' AND '.join(where)} "
+        f"ORDER BY time, kind, component, metric LIMIT {int(limit)}"
+    )
+    return store.query(sql, params).to_pylist()

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 
 from iolens import __version__
 from iolens.errors import IolensError
-from iolens.present.cli import render, serving, tracing
+from iolens.present.cli import agenting, render, serving, tracing
 from iolens.present.cli.app import (
     DbOption,
     JsonOption,
@@ -153,6 +155,56 @@ def job(
         out.print(render.job_report(rep))
 
 
+def _since(value: str | None) -> datetime | None:
+    """ISO time (UTC) or a span back from the newest sample: 30s, 15m, 2h, 7d."""
+    if value is None:
+        return None
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    if value[-1:] in units and value[:-1].replace(".", "", 1).isdigit():
+        return datetime.now(UTC).replace(tzinfo=None) - timedelta(
+            seconds=float(value[:-1]) * units[value[-1]]
+        )
+    try:
+        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is neither an ISO time nor a span like 2h") from None
+    return t.astimezone(UTC).replace(tzinfo=None) if t.tzinfo else t
+
+
+@app.command()
+def series(
+    db: DbOption = None,
+    kind: Annotated[
+        str | None, typer.Option(help="Component kind: ost, mdt, oss, forwarder, ib_port, node...")
+    ] = None,
+    component: Annotated[str | None, typer.Option(help="Component id.")] = None,
+    metric: Annotated[str | None, typer.Option(help="Metric name.")] = None,
+    since: Annotated[str | None, typer.Option(help="ISO time, or a span like 2h.")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many samples.")] = 10_000,
+    as_json: JsonOption = False,
+) -> None:
+    """Stored server-side samples, one value per line."""
+    from iolens.store import queries
+
+    with open_db(db) as store:
+        rows = queries.series(store, kind, component, metric, _since(since), limit)
+    if as_json:
+        print(render.to_json(rows))
+        return
+    table = Table(header_style="bold", pad_edge=False)
+    for col in ("time", "kind", "component", "metric", "value"):
+        table.add_column(col, justify="right" if col == "value" else "left", no_wrap=True)
+    for r in rows:
+        table.add_row(
+            render.human_time(r["time"]),
+            r["kind"],
+            r["component"],
+            r["metric"],
+            f"{r['value']:,.6g}",
+        )
+    out.print(table)
+
+
 @app.command()
 def analyze(
     job_ids: Annotated[
@@ -208,6 +260,8 @@ def version() -> None:
 app.command(context_settings={"allow_interspersed_args": False})(tracing.trace)
 app.add_typer(tracing.import_app, name="import")
 app.command()(serving.serve)
+app.command()(agenting.agent)
+app.add_typer(agenting.config_app, name="config")
 
 
 def main() -> None:

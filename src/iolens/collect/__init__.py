@@ -1,0 +1,1 @@
+"""Collect: the node agent and its sources (one file each under sources/)."""

@@ -1,0 +1,161 @@
+"""The node agent: run every source each round, rate the counters, ship one batch.
+
+A round never fails as a whole: each source runs on its own, its errors are logged the
+first time they occur (not every round) and counted, and the agent reports per-source
+self-metrics (duration, success, readings) alongside the data. Counter state is kept in
+the spool directory, so `--once` runs from cron still produce rates.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+
+from iolens.collect.base import Reading, Source
+from iolens.collect.rates import RateKeeper
+from iolens.model.batch import Batch
+from iolens.model.schema import METRICS, SERVER_SAMPLES
+
+log = logging.getLogger(__name__)
+
+#: Metrics that also feed the wide `server_samples` table the analyses use.
+STANDARD = ("read_bytes", "write_bytes", "read_ops", "write_ops", "md_ops")
+STANDARD_GAUGES = ("wait_us", "service_us", "queue_len", "active_threads")
+
+
+@dataclass
+class SourceHealth:
+    runs: int = 0
+    failures: int = 0
+    readings: int = 0
+    last_duration_s: float = 0.0
+    errors_seen: set[str] = field(default_factory=set)
+
+
+class Agent:
+    def __init__(
+        self,
+        host: str,
+        root: Path,
+        sources: list[Source],
+        state_file: Path | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.host = host
+        self.root = root
+        self.sources = sources
+        self.clock = clock
+        self.state_file = state_file
+        self.rates = RateKeeper()
+        self.health = {s.name: SourceHealth() for s in sources}
+        self._load_state()
+
+    # -- counter state across runs ------------------------------------------------------
+    def _load_state(self) -> None:
+        if self.state_file is None or not self.state_file.exists():
+            return
+        try:
+            raw = json.loads(self.state_file.read_text())
+            self.rates.last = {tuple(k): tuple(v) for k, v in raw}  # type: ignore[misc]
+        except (ValueError, TypeError):
+            log.warning("ignoring unreadable counter state %s", self.state_file)
+
+    def _save_state(self) -> None:
+        if self.state_file is None:
+            return
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps([[list(k), list(v)] for k, v in self.rates.last.items()]))
+        tmp.replace(self.state_file)
+
+    # -- one round ----------------------------------------------------------------------
+    def collect_round(self) -> Batch:
+        now = self.clock()
+        readings: list[Reading] = []
+        for source in self.sources:
+            h = self.health[source.name]
+            started = time.perf_counter()
+            h.runs += 1
+            try:
+                got = list(source.collect(self.root))
+            except Exception as exc:  # one source must never stop the others
+                h.failures += 1
+                message = f"{type(exc).__name__}: {exc}"
+                if message not in h.errors_seen:
+                    h.errors_seen.add(message)
+                    log.error("source %s failed: %s", source.name, message)
+                got = []
+            h.last_duration_s = time.perf_counter() - started
+            h.readings += len(got)
+            readings += got
+            readings += self._self_metrics(source.name, h, ok=len(h.errors_seen) == 0 or bool(got))
+        batch = self._to_batch(readings, now)
+        self._save_state()
+        return batch
+
+    def _self_metrics(self, name: str, h: SourceHealth, ok: bool) -> list[Reading]:
+        def g(metric: str, value: float) -> Reading:
+            return Reading("agent", self.host, f"source_{name}_{metric}", value, counter=False)
+
+        return [
+            g("duration_seconds", h.last_duration_s),
+            g("success", float(ok)),
+            g("readings_total", float(h.readings)),
+            g("failures_total", float(h.failures)),
+        ]
+
+    def _to_batch(self, readings: list[Reading], now: float) -> Batch:
+        rows: dict[str, list[object]] = {n: [] for n in METRICS.names}
+        wide: dict[tuple[str, str, str | None], dict[str, float]] = {}
+        intervals: dict[tuple[str, str, str | None], float] = {}
+        ts = int(now * 1_000_000)
+        for r in readings:
+            interval: float | None = None
+            value = r.value
+            if r.counter:
+                rated = self.rates.rate((r.kind, r.component, r.metric, r.job_id), r.value, now)
+                if rated is None:
+                    continue
+                value, interval = rated
+            for name, v in (
+                ("ts", ts),
+                ("interval_s", interval),
+                ("kind", r.kind),
+                ("component_id", r.component),
+                ("job_id", r.job_id),
+                ("metric", r.metric),
+                ("value", value),
+            ):
+                rows[name].append(v)
+            key = (r.kind, r.component, r.job_id)
+            if r.metric in STANDARD and interval is not None:
+                wide.setdefault(key, {})[r.metric] = round(value * interval)
+                intervals[key] = interval
+            elif r.metric in STANDARD_GAUGES:
+                wide.setdefault(key, {})[r.metric] = value
+        stamp = datetime.fromtimestamp(now, UTC).replace(tzinfo=None)
+        rows["ts"] = [stamp] * len(rows["ts"])
+        samples = [
+            {
+                "ts": stamp,
+                "interval_s": intervals[k],
+                "kind": k[0],
+                "component_id": k[1],
+                "job_id": k[2],
+                **vals,
+            }
+            for k, vals in wide.items()
+            if k in intervals
+        ]
+        return Batch(
+            source=f"agent:{self.host}",
+            key=f"agent:{self.host}:{ts}",
+            metrics=pa.table(rows, schema=METRICS),
+            server_samples=pa.Table.from_pylist(samples, schema=SERVER_SAMPLES),
+        )

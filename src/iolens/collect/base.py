@@ -1,0 +1,38 @@
+"""The source contract: one class per file, one method.
+
+A source reads what its node exposes under an injected root (so the same code runs on a
+live node or on a captured tree) and returns `Reading`s: raw counters and gauges with the
+component they belong to. The agent, not the source, turns counters into rates, so every
+source gets reset and wrap handling for free.
+
+"Absent on this node" is not an error: a source whose files do not exist returns nothing
+and stays quiet. Anything else a source raises is logged once, counted, and does not stop
+the other sources.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Protocol
+
+
+@dataclass(frozen=True)
+class Reading:
+    kind: str  # component kind: ost, mdt, oss, mds, forwarder, ib_port, node, ...
+    component: str
+    metric: str
+    value: float
+    counter: bool = True  # cumulative counter (rated by the agent) or gauge
+    job_id: str | None = None
+
+
+class Source(Protocol):
+    """What every agent source implements."""
+
+    name: ClassVar[str]
+
+    def collect(self, root: Path) -> Iterable[Reading]:
+        """Read everything this source knows about, under `root`."""
+        ...

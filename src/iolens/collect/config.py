@@ -1,0 +1,92 @@
+"""The agent's typed configuration: TOML file, then command-line overrides.
+
+Unknown keys are errors (a typo must not silently disable a source); every field says
+what it is for, and `iolens config sample` prints them all as a commented sample.
+"""
+
+from __future__ import annotations
+
+import socket
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from iolens.errors import InputError
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AgentSection(Strict):
+    server: str | None = Field(None, description="Ingest server URL, e.g. http://iolens:8470")
+    token: str | None = Field(None, description="Agent token the server expects")
+    root: Path = Field(Path("/"), description="Read /proc and /sys under this directory")
+    spool: Path = Field(Path("/var/spool/iolens"), description="Where undelivered batches wait")
+    spool_max_mb: int = Field(1024, ge=1, description="Spool size bound; oldest dropped beyond")
+    interval: float = Field(10.0, gt=0, description="Seconds between collection rounds")
+    host: str = Field(default_factory=socket.gethostname, description="This node's name")
+    role: str = Field(
+        "node", description="This node's component kind: compute, forwarder, oss, mds, login"
+    )
+    group: str | None = Field(None, description="Ingest group this agent belongs to")
+
+
+class SourceSection(Strict):
+    enabled: bool = Field(True, description="Collect from this source")
+
+
+class AgentConfig(Strict):
+    agent: AgentSection = Field(default_factory=AgentSection)
+    sources: dict[str, SourceSection] = Field(
+        default_factory=dict, description="Per-source settings by name"
+    )
+
+    def source_enabled(self, name: str) -> bool:
+        section = self.sources.get(name)
+        return section.enabled if section else True
+
+
+def load_config(path: Path | None, known_sources: list[str]) -> AgentConfig:
+    if path is None:
+        return AgentConfig()
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError(str(path), "no such config file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(str(path), f"not valid TOML: {exc}") from None
+    try:
+        cfg = AgentConfig.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InputError(str(path), f"{where}: {first['msg']}") from None
+    unknown = set(cfg.sources) - set(known_sources)
+    if unknown:
+        raise InputError(
+            str(path),
+            f"unknown source(s): {', '.join(sorted(unknown))}; known: {', '.join(known_sources)}",
+        )
+    return cfg
+
+
+def sample_toml(known_sources: list[str]) -> str:
+    """A commented sample config with every field and its default."""
+    lines = ["# iolens agent configuration (iolens agent --config FILE)", "", "[agent]"]
+    for name, field in AgentSection.model_fields.items():
+        default = field.get_default(call_default_factory=True)
+        shown = "" if default is None else default
+        lines.append(f"# {field.description}")
+        value = (
+            f'"{shown}"'
+            if isinstance(shown, str | Path)
+            else str(shown).lower()
+            if isinstance(shown, bool)
+            else str(shown)
+        )
+        lines.append(f"{'# ' if default is None else ''}{name} = {value}")
+    for src in known_sources:
+        lines += ["", f"[sources.{src}]", "# Collect from this source", "enabled = true"]
+    return "\n".join(lines) + "\n"

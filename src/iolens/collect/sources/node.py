@@ -1,0 +1,77 @@
+"""Node basics from /proc: load, memory, CPU time, network bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar
+
+from iolens.collect.base import Reading
+from iolens.errors import InputError
+
+CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+class NodeSource:
+    """What every node has: the denominator for "is this server busy or broken"."""
+
+    name: ClassVar[str] = "node"
+
+    def __init__(self, host: str, kind: str = "node") -> None:
+        self.host = host
+        self.kind = kind
+
+    def collect(self, root: Path) -> Iterator[Reading]:
+        proc = root / "proc"
+        yield from self._loadavg(proc / "loadavg")
+        yield from self._meminfo(proc / "meminfo")
+        yield from self._stat(proc / "stat")
+        yield from self._netdev(proc / "net" / "dev")
+
+    def _gauge(self, metric: str, value: float) -> Reading:
+        return Reading(self.kind, self.host, metric, value, counter=False)
+
+    def _loadavg(self, path: Path) -> Iterator[Reading]:
+        if not path.exists():
+            return
+        fields = path.read_text().split()
+        if len(fields) < 3:
+            raise InputError(str(path), "expected three load averages", 1)
+        for name, value in zip(("load1", "load5", "load15"), fields, strict=False):
+            yield self._gauge(name, float(value))
+
+    def _meminfo(self, path: Path) -> Iterator[Reading]:
+        if not path.exists():
+            return
+        wanted = {"MemTotal": "mem_total_bytes", "MemAvailable": "mem_available_bytes"}
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            key, _, rest = line.partition(":")
+            if key in wanted:
+                parts = rest.split()
+                if not parts or not parts[0].isdigit():
+                    raise InputError(str(path), f"bad value for {key}", n)
+                yield self._gauge(wanted[key], float(parts[0]) * 1024)
+
+    def _stat(self, path: Path) -> Iterator[Reading]:
+        if not path.exists():
+            return
+        for line in path.read_text().splitlines():
+            if line.startswith("cpu "):
+                values = line.split()[1:]
+                for name, v in zip(CPU_FIELDS, values, strict=False):
+                    yield Reading(self.kind, self.host, f"cpu_{name}_jiffies", float(v))
+                return
+
+    def _netdev(self, path: Path) -> Iterator[Reading]:
+        if not path.exists():
+            return
+        for n, line in enumerate(path.read_text().splitlines()[2:], 3):
+            iface, _, rest = line.partition(":")
+            fields = rest.split()
+            if len(fields) < 9:
+                raise InputError(str(path), "expected 16 counters per interface", n)
+            iface = iface.strip()
+            if iface == "lo":
+                continue
+            yield Reading(self.kind, self.host, f"net_{iface}_rx_bytes", float(fields[0]))
+            yield Reading(self.kind, self.host, f"net_{iface}_tx_bytes", float(fields[8]))
