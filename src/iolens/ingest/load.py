@@ -29,32 +29,66 @@ def load(store: Store, batch: Batch) -> dict[str, int]:
 
     Returns rows appended per table; empty when the batch's key was loaded before.
     """
-    tables = {name: conform(t, name, batch.source) for name, t in batch.tables().items()}
-    counts: dict[str, int] = {}
+    return load_many(store, [batch])[0]
+
+
+def load_many(store: Store, batches: list[Batch]) -> list[dict[str, int]]:
+    """Load several batches in one transaction (group commit); counts per batch.
+
+    Batches with a key loaded before, or repeated within the group, are skipped. Tables
+    of the same name are concatenated and appended once, which is what lets one ingest
+    server keep up with thousands of agents.
+    """
+    conformed = [{n: conform(t, n, b.source) for n, t in b.tables().items()} for b in batches]
+    counts: list[dict[str, int]] = [{} for _ in batches]
     with store.transaction():
-        if batch.key is not None:
-            seen = store.query("SELECT 1 FROM ingested WHERE key = ? LIMIT 1", [batch.key])
-            if seen.num_rows:
-                return {}
-        # Jobs and files are upserts by key: a later source may know more about them.
-        if "jobs" in tables:
-            if batch.keep_known_jobs:
-                tables["jobs"] = _without_known(store, tables["jobs"])
-            else:
-                _delete_keys(store, "jobs", "job_id", tables["jobs"])
-        if "files" in tables:
-            _delete_keys(store, "files", "file_id", tables["files"])
-        for name, table in tables.items():
-            counts[name] = store.append(name, table)
-        if batch.key is not None:
+        keys = [b.key for b in batches if b.key is not None]
+        known: set[str] = set()
+        if keys:
+            store.register("_iolens_keys_in", pa.table({"key": pa.array(keys, pa.string())}))
+            try:
+                known = set(
+                    store.query("SELECT key FROM ingested JOIN _iolens_keys_in USING (key)")
+                    .column("key")
+                    .to_pylist()
+                )
+            finally:
+                store.unregister("_iolens_keys_in")
+        merged: dict[str, list[pa.Table]] = {}
+        loaded_keys: list[tuple[str, str, int]] = []
+        for i, (batch, tables) in enumerate(zip(batches, conformed, strict=True)):
+            if batch.key is not None:
+                if batch.key in known:
+                    continue
+                known.add(batch.key)
+            if "jobs" in tables:
+                # Jobs are upserts by id, unless this is a partial view of known jobs.
+                if batch.keep_known_jobs:
+                    tables["jobs"] = _without_known(store, tables["jobs"])
+                else:
+                    _delete_keys(store, "jobs", "job_id", tables["jobs"])
+            if "files" in tables:
+                _delete_keys(store, "files", "file_id", tables["files"])
+            for name, table in tables.items():
+                if name in ("jobs", "files"):  # upserts: appended now for later batches to see
+                    counts[i][name] = store.append(name, table)
+                else:
+                    merged.setdefault(name, []).append(table)
+                    counts[i][name] = table.num_rows
+            if batch.key is not None:
+                loaded_keys.append((batch.key, batch.source, sum(counts[i].values())))
+        for name, parts in merged.items():
+            store.append(name, pa.concat_tables(parts))
+        if loaded_keys:
+            now = datetime.now(UTC).replace(tzinfo=None)
             store.append(
                 "ingested",
                 pa.table(
                     {
-                        "key": [batch.key],
-                        "source": [batch.source],
-                        "rows": [sum(counts.values())],
-                        "loaded_at": [datetime.now(UTC).replace(tzinfo=None)],
+                        "key": [k for k, _, _ in loaded_keys],
+                        "source": [s for _, s, _ in loaded_keys],
+                        "rows": [n for _, _, n in loaded_keys],
+                        "loaded_at": [now] * len(loaded_keys),
                     }
                 ),
             )
