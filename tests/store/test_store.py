@@ -138,3 +138,49 @@ def test_keep_known_jobs_does_not_clobber_the_scheduler(tmp_path):
         load(store, Batch("slurm", jobs=job("COMPLETED", "slurm")))
         load(store, Batch("tracer", jobs=job("UNKNOWN", "tracer"), keep_known_jobs=True))
         assert store.query("SELECT source FROM jobs").to_pylist() == [{"source": "slurm"}]
+
+
+def test_job_rows_merge_what_each_source_knows(tmp_path):
+    from datetime import datetime
+
+    start, end = datetime(2025, 1, 1, 8), datetime(2025, 1, 1, 9)
+    prolog = pa.table(
+        {
+            "job_id": ["9"],
+            "user": ["u"],
+            "app": ["a"],
+            "nodes": [["n1", "n2"]],
+            "nprocs": [8],
+            "start": [start],
+            "end": [None],
+            "state": ["RUNNING"],
+            "source": ["slurm"],
+        }
+    ).cast(TABLES["jobs"])
+    epilog = pa.table(
+        {
+            "job_id": ["9"],
+            "user": ["u"],
+            "app": [None],
+            "nodes": [None],
+            "nprocs": [None],
+            "start": [None],
+            "end": [end],
+            "state": ["COMPLETED"],
+            "source": ["slurm"],
+        }
+    ).cast(TABLES["jobs"])
+    with DuckDBStore(tmp_path / "s.duckdb") as store:
+        load(store, Batch("prolog", jobs=prolog))
+        load(store, Batch("epilog", jobs=epilog))
+        rows = store.query("SELECT * FROM jobs").to_pylist()
+    assert len(rows) == 1
+    row = rows[0]
+    assert (row["start"], row["end"], row["state"], row["nodes"], row["nprocs"], row["app"]) == (
+        start,
+        end,
+        "COMPLETED",
+        ["n1", "n2"],
+        8,
+        "a",
+    )

@@ -62,11 +62,13 @@ def load_many(store: Store, batches: list[Batch]) -> list[dict[str, int]]:
                     continue
                 known.add(batch.key)
             if "jobs" in tables:
-                # Jobs are upserts by id, unless this is a partial view of known jobs.
+                # Jobs merge by id: what a source says replaces what was known, what it
+                # leaves null is kept (a prolog knows the start, an epilog the end). A
+                # partial view (one process's trace) only adds jobs nobody reported.
                 if batch.keep_known_jobs:
                     tables["jobs"] = _without_known(store, tables["jobs"])
                 else:
-                    _delete_keys(store, "jobs", "job_id", tables["jobs"])
+                    tables["jobs"] = _merge_known_jobs(store, tables["jobs"])
             if "files" in tables:
                 _delete_keys(store, "files", "file_id", tables["files"])
             for name, table in tables.items():
@@ -93,6 +95,22 @@ def load_many(store: Store, batches: list[Batch]) -> list[dict[str, int]]:
                 ),
             )
     return counts
+
+
+def _merge_known_jobs(store: Store, jobs: pa.Table) -> pa.Table:
+    """Rows of `jobs` with nulls filled from the stored rows, which are then removed."""
+    store.register("_iolens_new_jobs", jobs)
+    try:
+        cols = ", ".join(
+            f'coalesce(n."{c}", o."{c}") AS "{c}"' for c in jobs.column_names if c != "job_id"
+        )
+        merged = store.query(
+            f"SELECT n.job_id, {cols} FROM _iolens_new_jobs n LEFT JOIN jobs o USING (job_id)"
+        )
+    finally:
+        store.unregister("_iolens_new_jobs")
+    _delete_keys(store, "jobs", "job_id", jobs)
+    return merged.select(jobs.column_names).cast(jobs.schema)
 
 
 def _without_known(store: Store, jobs: pa.Table) -> pa.Table:
