@@ -37,20 +37,27 @@ from iolens.ship import wire
 from iolens.ship.transport import INGEST_PATH
 
 # (agent kind, agents, components per agent, metrics per component)
-FLEET = [("switch", 6000, 1, 8), ("oss", 288, 3, 12), ("forwarder", 80, 1, 12),
-         ("mds", 1, 1, 40)]
+FLEET = [("switch", 6000, 1, 8), ("oss", 288, 3, 12), ("forwarder", 80, 1, 12), ("mds", 1, 1, 40)]
 TRACE_RECORDS_PER_S = 20_000  # ~100 GB/day of raw trace before compression (Beacon 2.2)
 
 
-def agent_batch(kind: str, agent: int, comps: int, metrics: int, seconds: int,
-                t0: float) -> Batch:
+def agent_batch(kind: str, agent: int, comps: int, metrics: int, seconds: int, t0: float) -> Batch:
     n = comps * metrics * seconds
     ts = ((t0 + np.repeat(np.arange(seconds), comps * metrics)) * 1e6).astype("datetime64[us]")
     comp = np.tile(np.repeat([f"{kind}{agent:05d}-{c}" for c in range(comps)], metrics), seconds)
     metric = np.tile([f"m{m:02d}" for m in range(metrics)], comps * seconds)
-    t = pa.table({"ts": ts, "interval_s": np.ones(n), "kind": [kind] * n, "component_id": comp,
-                  "job_id": pa.nulls(n, pa.string()), "metric": metric,
-                  "value": np.random.default_rng(agent).random(n)}, schema=METRICS)
+    t = pa.table(
+        {
+            "ts": ts,
+            "interval_s": np.ones(n),
+            "kind": [kind] * n,
+            "component_id": comp,
+            "job_id": pa.nulls(n, pa.string()),
+            "metric": metric,
+            "value": np.random.default_rng(agent).random(n),
+        },
+        schema=METRICS,
+    )
     return Batch(source=f"agent:{kind}{agent}", key=f"{kind}{agent}:{t0}", metrics=t)
 
 
@@ -68,8 +75,9 @@ def proc_stats(pid: int) -> tuple[float, int]:
     return (int(fields[11]) + int(fields[12])) / ticks, rss_pages * os.sysconf("SC_PAGE_SIZE")
 
 
-def send_all(url: str, payloads: list[tuple[bytes, int]], threads: int,
-             deadline: float) -> dict[str, int]:
+def send_all(
+    url: str, payloads: list[tuple[bytes, int]], threads: int, deadline: float
+) -> dict[str, int]:
     """One load-generator process: `threads` threads posting payloads until the deadline."""
     lock = threading.Lock()
     state = {"next": 0, "batches": 0, "rows": 0, "errors": 0}
@@ -120,17 +128,29 @@ def main() -> None:
                 b = agent_batch(kind, a, comps, metrics, every, t0)
                 payloads.append((wire.encode(b), b.rows()))
         for i in range(trace_batches):
-            b = Batch(source="tracer", key=f"trace:{period}:{i}",
-                      client_io=recs.slice(i * per, per))
+            b = Batch(
+                source="tracer", key=f"trace:{period}:{i}", client_io=recs.slice(i * per, per)
+            )
             payloads.append((wire.encode(b), per))
     period_rows = sum(r for _, r in payloads) / args.periods
     period_batches = len(payloads) / args.periods
 
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
-        server = subprocess.Popen([sys.executable, "-m", "iolens", "serve", "--db",
-                                   f"{tmp}/load.duckdb", "--port", str(port)],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "iolens",
+                "serve",
+                "--db",
+                f"{tmp}/load.duckdb",
+                "--port",
+                str(port),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         url = f"http://127.0.0.1:{port}"
         for _ in range(300):
             try:
@@ -146,8 +166,9 @@ def main() -> None:
         shares = [payloads[k :: args.procs] for k in range(args.procs)]
         peak_rss = 0
         with ProcessPoolExecutor(args.procs) as pool:
-            futures = [pool.submit(send_all, url, share, args.clients, deadline)
-                       for share in shares]
+            futures = [
+                pool.submit(send_all, url, share, args.clients, deadline) for share in shares
+            ]
             while not all(f.done() for f in futures):
                 peak_rss = max(peak_rss, proc_stats(server.pid)[1])
                 time.sleep(0.5)
@@ -161,18 +182,28 @@ def main() -> None:
     needed_rows = period_rows / every
     needed_batches = period_batches / every
     rows_s = state["rows"] / elapsed
-    print(f"Fleet per second at 1 Hz: {needed_rows:,.0f} rows in {needed_batches:,.0f} "
-          f"batches (agents ship every {every} s); {args.procs} x {args.clients} client threads, "
-          f"{elapsed:.0f} s on loopback\n")
-    print(table(["figure", "value"], [
-        ["batches/s sustained", f"{state['batches'] / elapsed:,.0f}"],
-        ["rows/s sustained", f"{rows_s:,.0f}"],
-        ["headroom vs the 40,960-node fleet", f"{rows_s / needed_rows:.2f}x rows, "
-         f"{state['batches'] / elapsed / needed_batches:.2f}x batches"],
-        ["errors", str(state["errors"])],
-        ["server CPU (of one core)", f"{100 * (cpu1 - cpu0) / elapsed:.0f} %"],
-        ["server peak RSS", f"{peak_rss / 2**20:,.0f} MiB"],
-    ]))
+    print(
+        f"Fleet per second at 1 Hz: {needed_rows:,.0f} rows in {needed_batches:,.0f} "
+        f"batches (agents ship every {every} s); {args.procs} x {args.clients} client threads, "
+        f"{elapsed:.0f} s on loopback\n"
+    )
+    print(
+        table(
+            ["figure", "value"],
+            [
+                ["batches/s sustained", f"{state['batches'] / elapsed:,.0f}"],
+                ["rows/s sustained", f"{rows_s:,.0f}"],
+                [
+                    "headroom vs the 40,960-node fleet",
+                    f"{rows_s / needed_rows:.2f}x rows, "
+                    f"{state['batches'] / elapsed / needed_batches:.2f}x batches",
+                ],
+                ["errors", str(state["errors"])],
+                ["server CPU (of one core)", f"{100 * (cpu1 - cpu0) / elapsed:.0f} %"],
+                ["server peak RSS", f"{peak_rss / 2**20:,.0f} MiB"],
+            ],
+        )
+    )
 
 
 if __name__ == "__main__":
