@@ -38,18 +38,23 @@ def test_every_cli_command_is_documented():
     docs = (ROOT / "README.md").read_text() + (ROOT / "docs" / "cli.md").read_text()
     names = [c.name or c.callback.__name__ for c in app.registered_commands]
     for group in app.registered_groups:
-        names += [f"{group.name} {c.name or c.callback.__name__}"
-                  for c in group.typer_instance.registered_commands]
+        names += [
+            f"{group.name} {c.name or c.callback.__name__}"
+            for c in group.typer_instance.registered_commands
+        ]
     for name in names:
         assert f"iolens {name}" in docs, f"`iolens {name}` is not documented"
 
 
-@pytest.mark.skipif(shutil.which("ruff") is None and not Path(sys.prefix, "bin", "ruff").exists(),
-                    reason="ruff not installed")
+@pytest.mark.skipif(
+    shutil.which("ruff") is None and not Path(sys.prefix, "bin", "ruff").exists(),
+    reason="ruff not installed",
+)
 def test_ruff_clean():
     ruff = shutil.which("ruff") or str(Path(sys.prefix, "bin", "ruff"))
-    res = subprocess.run([ruff, "check", "src", "tests", "bench"], cwd=ROOT,
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [ruff, "check", "src", "tests", "bench"], cwd=ROOT, capture_output=True, text=True
+    )
     assert res.returncode == 0, res.stdout + res.stderr
 
 
@@ -62,8 +67,9 @@ def test_layers_import_downward_only():
 
 
 def test_generated_docs_are_current():
-    res = subprocess.run([sys.executable, "scripts/gen_docs.py", "--check"], cwd=ROOT,
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "scripts/gen_docs.py", "--check"], cwd=ROOT, capture_output=True, text=True
+    )
     assert res.returncode == 0, res.stdout
 
 

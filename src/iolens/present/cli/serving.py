@@ -32,7 +32,13 @@ def serve(
     if not tokens and host not in ("127.0.0.1", "localhost", "::1"):
         err.print("warning: no --agent-token: anyone who can reach this port can send data")
     try:
-        uvicorn.run(create_app(store, tokens), host=host, port=port, log_level="warning",
-                    loop="uvloop", http="httptools")
+        uvicorn.run(
+            create_app(store, tokens),
+            host=host,
+            port=port,
+            log_level="warning",
+            loop="uvloop",
+            http="httptools",
+        )
     finally:
         store.close()

@@ -1,0 +1,43 @@
+"""Small helpers shared by the parsers: numbers, timestamps and error positions."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from iolens.errors import InputError
+
+__all__ = ["DEFAULT_SOURCE", "parse_int", "parse_seconds", "read_text", "source_name"]
+
+#: What errors name when the caller did not say where the text came from.
+DEFAULT_SOURCE = "<string>"
+
+_SECONDS = re.compile(r"^\d+(\.\d+)?$")
+
+
+def parse_int(token: str, source: str, line: int, what: str) -> int:
+    """A non-negative decimal integer; Lustre/IB counters are u64, so no bound is applied."""
+    if not token.isdigit():
+        raise InputError(source, f"{what}: expected a non-negative integer, got {token!r}", line)
+    return int(token)
+
+
+def parse_seconds(token: str, source: str, line: int, what: str) -> float:
+    """`<s>.<ns>` or `<s>.<us>` seconds as a float (Decimal first so `.05` is not misread)."""
+    if not _SECONDS.match(token):
+        raise InputError(source, f"{what}: expected seconds like 123.456, got {token!r}", line)
+    try:
+        return float(Decimal(token))
+    except InvalidOperation as exc:  # pragma: no cover - regex already guards
+        raise InputError(source, f"{what}: bad number {token!r}", line) from exc
+
+
+def source_name(path: str | Path) -> str:
+    """The name errors use for a file."""
+    return str(path)
+
+
+def read_text(path: str | Path) -> str:
+    """Read a capture as text; undecodable bytes are replaced, never fatal."""
+    return Path(path).read_text(encoding="utf-8", errors="replace")

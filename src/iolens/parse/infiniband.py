@@ -1,0 +1,275 @@
+"""InfiniBand port counters: Linux sysfs (`/sys/class/infiniband/<dev>/ports/<n>/...`),
+`perfquery -x` (extended 64-bit PortCounters) and `perfquery -E` (PortRcvErrorDetails) output,
+and `ibnetdiscover --ports` link lines (FORMATS.md 3).
+
+Data counters (`port_xmit_data`, `PortXmitData`) count 4-octet words; :data:`DATA_WORD_BYTES`
+converts. Legacy 32-bit sysfs counters stick at 2^32-1 instead of wrapping, so
+:func:`saturated` flags them rather than turning them into rates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from iolens.errors import InputError
+from iolens.parse._common import DEFAULT_SOURCE, parse_int, read_text
+
+__all__ = [
+    "DATA_WORD_BYTES",
+    "IbLink",
+    "PerfqueryPort",
+    "SysfsPort",
+    "parse_ibnetdiscover",
+    "parse_perfquery",
+    "parse_perfquery_file",
+    "parse_sysfs_port",
+    "read_sysfs_tree",
+    "saturated",
+]
+
+#: `*_data` counters are in 4-byte words.
+DATA_WORD_BYTES = 4
+_U32_MAX = 2**32 - 1
+_NO_VALUE = ("N/A",)  # e.g. "N/A (no PMA)" on ports without a performance-management agent
+
+
+def saturated(value: int) -> bool:
+    """True for a 32-bit counter stuck at its maximum (legacy non-extended counters)."""
+    return value == _U32_MAX
+
+
+@dataclass(frozen=True, slots=True)
+class SysfsPort:
+    """One port from sysfs. `counters` from `counters/`, `hw_counters` from `hw_counters/`;
+    a counter reading `N/A (no PMA)` is left out. `rate` is the raw text (`25 Gb/sec (1X EDR)`),
+    `rate_gbps` its number; `state`/`phys_state` keep the name (`ACTIVE`, `LinkUp`)."""
+
+    device: str
+    port: int
+    counters: Mapping[str, int]
+    hw_counters: Mapping[str, int]
+    rate: str | None = None
+    rate_gbps: float | None = None
+    state: str | None = None
+    phys_state: str | None = None
+    link_layer: str | None = None
+
+
+def parse_sysfs_port(
+    device: str,
+    port: int,
+    counters: Mapping[str, str],
+    hw_counters: Mapping[str, str] | None = None,
+    attrs: Mapping[str, str] | None = None,
+    source: str = DEFAULT_SOURCE,
+) -> SysfsPort:
+    """Build a port from file contents (file name -> text), as read by :func:`read_sysfs_tree`
+    or a source; `source` should name the port directory for errors."""
+    attrs = attrs or {}
+    rate = attrs.get("rate", "").strip() or None
+    rate_gbps = None
+    if rate is not None:
+        m = re.match(r"^(\d+(?:\.\d+)?)\s+Gb/sec", rate)
+        if not m:
+            raise InputError(f"{source}/rate", f"unrecognised rate {rate!r}", 1)
+        rate_gbps = float(m[1])
+    return SysfsPort(
+        device=device,
+        port=port,
+        counters=_counter_files(counters, f"{source}/counters"),
+        hw_counters=_counter_files(hw_counters or {}, f"{source}/hw_counters"),
+        rate=rate,
+        rate_gbps=rate_gbps,
+        state=_state(attrs.get("state"), f"{source}/state"),
+        phys_state=_state(attrs.get("phys_state"), f"{source}/phys_state"),
+        link_layer=(attrs.get("link_layer") or "").strip() or None,
+    )
+
+
+def read_sysfs_tree(root: str | Path) -> list[SysfsPort]:
+    """All ports under `<root>/sys/class/infiniband` (thin I/O wrapper; [] when absent)."""
+    base = Path(root) / "sys" / "class" / "infiniband"
+    ports: list[SysfsPort] = []
+    if not base.is_dir():
+        return ports
+    for dev in sorted(p for p in base.iterdir() if p.is_dir()):
+        pdir = dev / "ports"
+        if not pdir.is_dir():
+            continue
+        for port in sorted(
+            (p for p in pdir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)
+        ):
+            ports.append(
+                parse_sysfs_port(
+                    dev.name,
+                    int(port.name),
+                    _read_dir(port / "counters"),
+                    _read_dir(port / "hw_counters"),
+                    {
+                        n: read_text(port / n)
+                        for n in ("rate", "state", "phys_state", "link_layer")
+                        if (port / n).is_file()
+                    },
+                    source=str(port),
+                )
+            )
+    return ports
+
+
+@dataclass(frozen=True, slots=True)
+class PerfqueryPort:
+    """One `# Port ... counters: Lid L port P` block. `kind` is `extended` (-x),
+    `rcv_error` (-E, PortRcvErrorDetails) or `basic`; `port_select`/`counter_select` are
+    dropped from `counters` because they are request echoes, not counters."""
+
+    kind: str
+    lid: int
+    port: int
+    counters: Mapping[str, int]
+    line: int
+
+
+_PQ_HEADER = re.compile(
+    r"^#\s*(?P<what>Port extended counters|PortRcvErrorDetails counters|Port counters):\s*"
+    r"Lid\s+(?P<lid>\d+)\s+port\s+(?P<port>\d+)"
+)
+_PQ_KINDS = {
+    "Port extended counters": "extended",
+    "PortRcvErrorDetails counters": "rcv_error",
+    "Port counters": "basic",
+}
+_PQ_FIELD = re.compile(r"^(?P<key>[A-Za-z0-9_]+):\.*(?P<v>\S+)\s*$")
+_PQ_SKIP = {"PortSelect", "CounterSelect", "CounterSelect2"}
+
+
+def parse_perfquery(text: str, source: str = DEFAULT_SOURCE) -> list[PerfqueryPort]:
+    """Parse `perfquery -x` / `-E` output (one or more port blocks; empty output gives [])."""
+    ports: list[PerfqueryPort] = []
+    head: tuple[str, int, int, int] | None = None
+    vals: dict[str, int] = {}
+
+    def close() -> None:
+        if head is not None:
+            ports.append(PerfqueryPort(head[0], head[1], head[2], dict(vals), head[3]))
+
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        m = _PQ_HEADER.match(line)
+        if m:
+            close()
+            head, vals = (_PQ_KINDS[m["what"]], int(m["lid"]), int(m["port"]), lineno), {}
+            continue
+        m = _PQ_FIELD.match(line)
+        if not m or head is None:
+            raise InputError(source, f"not a perfquery line: {line[:80]!r}", lineno)
+        if m["key"] in _PQ_SKIP:
+            continue
+        v = m["v"]
+        vals[m["key"]] = (
+            int(v, 16) if v.startswith("0x") else parse_int(v, source, lineno, m["key"])
+        )
+    close()
+    return ports
+
+
+def parse_perfquery_file(path: str | Path) -> list[PerfqueryPort]:
+    """Read and parse saved perfquery output; errors name `path`."""
+    return parse_perfquery(read_text(path), str(path))
+
+
+@dataclass(frozen=True, slots=True)
+class IbLink:
+    """One `ibnetdiscover --ports` line: a local port and, when cabled, its remote end."""
+
+    type: str
+    lid: int
+    port: int
+    guid: str
+    width: str
+    speed: str
+    name: str
+    remote_type: str | None = None
+    remote_lid: int | None = None
+    remote_port: int | None = None
+    remote_guid: str | None = None
+    remote_name: str | None = None
+
+
+_NET_LINK = re.compile(
+    r"^(?P<t>CA|SW|RT)\s+(?P<lid>\d+)\s+(?P<port>\d+)\s+(?P<guid>0x[0-9a-fA-F]+)\s+"
+    r"(?P<width>\S+)\s+(?P<speed>\S+)\s+-\s+(?P<rt>CA|SW|RT)\s+(?P<rlid>\d+)\s+(?P<rport>\d+)\s+"
+    r"(?P<rguid>0x[0-9a-fA-F]+)\s+\(\s*'(?P<name>.*)'\s+-\s+'(?P<rname>.*)'\s*\)\s*$"
+)
+_NET_DOWN = re.compile(
+    r"^(?P<t>CA|SW|RT)\s+(?P<lid>\d+)\s+(?P<port>\d+)\s+(?P<guid>0x[0-9a-fA-F]+)\s+"
+    r"(?P<width>\S+)\s+(?P<speed>\S+)\s+(?:'(?P<name>.*)'|(?P<bare>\S.*?))\s*$"
+)
+
+
+def parse_ibnetdiscover(text: str, source: str = DEFAULT_SOURCE) -> list[IbLink]:
+    """Parse `ibnetdiscover --ports` output (maps GUID/port to switch and host names)."""
+    links: list[IbLink] = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        m = _NET_LINK.match(line)
+        if m:
+            links.append(
+                IbLink(
+                    m["t"],
+                    int(m["lid"]),
+                    int(m["port"]),
+                    m["guid"],
+                    m["width"],
+                    m["speed"],
+                    m["name"],
+                    m["rt"],
+                    int(m["rlid"]),
+                    int(m["rport"]),
+                    m["rguid"],
+                    m["rname"],
+                )
+            )
+            continue
+        m = _NET_DOWN.match(line)
+        if m:
+            name = m["name"] if m["name"] is not None else m["bare"]
+            links.append(
+                IbLink(
+                    m["t"], int(m["lid"]), int(m["port"]), m["guid"], m["width"], m["speed"], name
+                )
+            )
+            continue
+        raise InputError(source, f"not an ibnetdiscover --ports line: {line[:80]!r}", lineno)
+    return links
+
+
+def _counter_files(files: Mapping[str, str], source: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name in sorted(files):
+        text = files[name].strip()
+        if text.startswith(_NO_VALUE):
+            continue
+        out[name] = parse_int(text, f"{source}/{name}", 1, name)
+    return out
+
+
+def _state(text: str | None, source: str) -> str | None:
+    if text is None or not text.strip():
+        return None
+    m = re.match(r"^\d+:\s*(\S.*)$", text.strip())
+    if not m:
+        raise InputError(source, f"expected '<n>: NAME', got {text.strip()!r}", 1)
+    return m[1]
+
+
+def _read_dir(d: Path) -> dict[str, str]:
+    if not d.is_dir():
+        return {}
+    return {p.name: read_text(p) for p in d.iterdir() if p.is_file()}

@@ -1,0 +1,17 @@
+"""Decoder for the LD_PRELOAD tracer's per-process output files (tracer/ in the repo).
+
+    decode(path) -> TraceFile      header fields + FILES, CLIENT_IO and SUMMARIES tables
+    decode_dir(spool_dir)          every complete *.iolens file under a directory
+    library_path()                 the libiolens.so to put in LD_PRELOAD
+
+Modules: format (byte layouts mirrored from tracer/include/iolens_trace.h), reader
+(validation, raw sections), tables (Arrow conversion), trace (TraceFile), library.
+"""
+
+from __future__ import annotations
+
+from iolens.tracefile.library import library_path
+from iolens.tracefile.tables import SUMMARIES
+from iolens.tracefile.trace import SUFFIX, TraceFile, decode, decode_dir
+
+__all__ = ["SUFFIX", "SUMMARIES", "TraceFile", "decode", "decode_dir", "library_path"]

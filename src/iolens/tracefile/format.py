@@ -1,0 +1,92 @@
+"""Byte layouts of the tracer's output file, mirrored from `tracer/include/iolens_trace.h`.
+
+The C header is the source of truth; these numpy dtypes must match it field for field
+(`tests/tracer/test_decoder.py` checks the sizes against the compiled library's output).
+Numpy structured dtypes let a whole record block become columns without a Python loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+MAGIC = b"IOLTRACE"
+FORMAT_VERSION = 1
+ENDIAN_MARK = 0x01020304
+
+# Section types.
+SEC_RECORDS = 1
+SEC_FILES = 2
+SEC_SUMMARY = 3
+SEC_HEADER = 4
+SEC_END = 0x454E44
+
+# Header flags.
+F_PARTIAL = 0x1
+F_EXEC = 0x2
+F_FORKED = 0x4
+F_UEXIT = 0x8
+F_FILES_CAPPED = 0x10
+
+# Record flags.
+R_DIR = 0x1
+
+CLOCK_TSC = 0
+CLOCK_MONO = 1
+
+FILE_NONE = 0
+FILE_OTHER = 1
+
+#: Op codes in C order; the names are iolens.model.schema.OPS.
+OP_NAMES = (
+    "read", "write", "open", "close", "stat", "unlink", "rename", "mkdir", "rmdir",
+    "fsync", "seek", "mmap", "dup", "flush",
+)  # fmt: skip
+LAYER_NAMES = ("posix", "stdio")
+HIST_BINS = 10
+#: Lower edges of Darshan's access-size bins, in bytes.
+HIST_EDGES = (0, 100, 1024, 10240, 102400, 1048576, 4194304, 10485760, 104857600, 1073741824)
+
+PREAMBLE = np.dtype([("magic", "S8"), ("version", "<u4"), ("endian", "<u4")])
+SECTION = np.dtype([("type", "<u4"), ("aux", "<u4"), ("length", "<u8")])
+RECORD = np.dtype(
+    [
+        ("op", "u1"), ("layer", "u1"), ("flags", "<u2"), ("file", "<u4"),
+        ("offset", "<i8"), ("size", "<i8"), ("stride", "<i8"), ("count", "<u8"),
+        ("t_start", "<u8"), ("t_end", "<u8"), ("dur", "<u8"),
+    ]
+)  # fmt: skip
+FILE_ENTRY = np.dtype([("index", "<u4"), ("parent", "<u4"), ("path_len", "<u4"), ("flags", "<u4")])
+SUMMARY = np.dtype(
+    [
+        ("file", "<u4"), ("layer", "<u4"), ("ops", "<u8", (len(OP_NAMES),)),
+        ("bytes_read", "<u8"), ("bytes_written", "<u8"),
+        ("max_byte_read", "<i8"), ("max_byte_written", "<i8"),
+        ("seq_reads", "<u8"), ("seq_writes", "<u8"),
+        ("consec_reads", "<u8"), ("consec_writes", "<u8"),
+        ("hist_read", "<u8", (HIST_BINS,)), ("hist_write", "<u8", (HIST_BINS,)),
+        ("t_first", "<u8"), ("t_last", "<u8"),
+        ("time_read", "<u8"), ("time_write", "<u8"), ("time_meta", "<u8"),
+        ("last_end_read", "<i8"), ("last_end_write", "<i8"),
+    ]
+)  # fmt: skip
+HEADER = np.dtype(
+    [
+        ("flags", "<u4"), ("clock", "<u4"), ("pid", "<i4"), ("ppid", "<i4"),
+        ("rank", "<i4"), ("uid", "<u4"),
+        ("start_wall_ns", "<u8"), ("end_wall_ns", "<u8"),
+        ("base_ticks", "<u8"), ("base_wall_ns", "<u8"), ("ns_per_tick", "<f8"),
+        ("calls", "<u8"), ("records", "<u8"), ("dropped_records", "<u8"),
+        ("dropped_calls", "<u8"),
+        ("files", "<u4"), ("dropped_files", "<u4"), ("spool_errors", "<u4"),
+        ("segment", "<u4"), ("budget_mb", "<u4"),
+        ("len_job_id", "<u2"), ("len_host", "<u2"), ("len_exe", "<u2"), ("len_user", "<u2"),
+        ("pad", "<u2", (2,)), ("missed_calls", "<u8"),
+    ]
+)  # fmt: skip
+
+assert PREAMBLE.itemsize == 16
+assert SECTION.itemsize == 16
+assert RECORD.itemsize == 64
+assert FILE_ENTRY.itemsize == 16
+assert SUMMARY.itemsize == 400
+assert HEADER.itemsize == 136

@@ -1,0 +1,157 @@
+"""Split a tracer output file into its raw parts, validating as it goes.
+
+Everything a later step relies on is checked here (magic, version, section bounds, the
+END marker, file indexes), so a corrupt or truncated file fails with one InputError that
+names the file and the problem, never with an IndexError deep inside numpy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from iolens.errors import InputError
+from iolens.tracefile import format as fmt
+
+
+@dataclass(frozen=True)
+class RawTrace:
+    """The sections of one file, still in the tracer's own units (ticks, indexes)."""
+
+    header: np.void
+    job_id: str
+    host: str
+    exe: str
+    user: str
+    records: np.ndarray  # fmt.RECORD
+    thread_ids: np.ndarray  # uint32, one per record
+    paths: dict[int, str]
+    parents: dict[int, int]
+    summaries: np.ndarray  # fmt.SUMMARY
+
+
+def _text(b: bytes) -> str:
+    return b.decode("utf-8", "surrogateescape")
+
+
+def read(path: str | Path) -> RawTrace:
+    """Parse `path`; raise InputError if it is not a complete tracer file."""
+    src = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise InputError(src, f"cannot read: {e.strerror or e}") from None
+    if len(data) < fmt.PREAMBLE.itemsize:
+        raise InputError(src, "truncated: shorter than the file preamble")
+    pre = np.frombuffer(data, fmt.PREAMBLE, 1)[0]
+    if bytes(pre["magic"]) != fmt.MAGIC:
+        raise InputError(src, "not an iolens trace (bad magic)")
+    if int(pre["version"]) != fmt.FORMAT_VERSION:
+        raise InputError(
+            src, f"format version {int(pre['version'])} (this iolens reads {fmt.FORMAT_VERSION})"
+        )
+    if int(pre["endian"]) != fmt.ENDIAN_MARK:
+        raise InputError(src, "written on a big-endian host (not supported)")
+
+    pos = fmt.PREAMBLE.itemsize
+    blocks: list[np.ndarray] = []
+    tids: list[np.ndarray] = []
+    summaries: list[np.ndarray] = []
+    header: np.void | None = None
+    strings = b""
+    paths: dict[int, str] = {}
+    parents: dict[int, int] = {}
+    ended = False
+    while pos < len(data):
+        if ended:
+            raise InputError(src, f"data after the END section at byte {pos}")
+        if pos + fmt.SECTION.itemsize > len(data):
+            raise InputError(src, f"truncated: partial section header at byte {pos}")
+        sec = np.frombuffer(data, fmt.SECTION, 1, pos)[0]
+        kind, aux, length = int(sec["type"]), int(sec["aux"]), int(sec["length"])
+        body_at = pos + fmt.SECTION.itemsize
+        if body_at + length > len(data):
+            raise InputError(
+                src, f"truncated: section at byte {pos} needs {length} bytes, file ends first"
+            )
+        body = data[body_at : body_at + length]
+        if kind == fmt.SEC_RECORDS:
+            if length % fmt.RECORD.itemsize:
+                raise InputError(src, f"record block at byte {pos} has a partial record")
+            recs = np.frombuffer(body, fmt.RECORD)
+            blocks.append(recs)
+            tids.append(np.full(len(recs), aux, np.uint32))
+        elif kind == fmt.SEC_FILES:
+            _files(src, body, pos, paths, parents)
+        elif kind == fmt.SEC_SUMMARY:
+            if length % fmt.SUMMARY.itemsize:
+                raise InputError(src, f"summary section at byte {pos} has a partial entry")
+            summaries.append(np.frombuffer(body, fmt.SUMMARY))
+        elif kind == fmt.SEC_HEADER:
+            if header is not None:
+                raise InputError(src, f"second header at byte {pos}")
+            if length < fmt.HEADER.itemsize:
+                raise InputError(src, f"header at byte {pos} is too short")
+            header = np.frombuffer(body, fmt.HEADER, 1)[0]
+            strings = body[fmt.HEADER.itemsize :]
+        elif kind == fmt.SEC_END:
+            ended = True
+        else:
+            raise InputError(src, f"unknown section type {kind:#x} at byte {pos}")
+        pos = body_at + length
+    if not ended:
+        raise InputError(src, "truncated: no END section (the process may have been killed)")
+    if header is None:
+        raise InputError(src, "no header section")
+
+    lens = [int(header[k]) for k in ("len_job_id", "len_host", "len_exe", "len_user")]
+    if sum(lens) > len(strings):
+        raise InputError(src, "header strings are truncated")
+    parts, at = [], 0
+    for n in lens:
+        parts.append(_text(strings[at : at + n]))
+        at += n
+
+    records = np.concatenate(blocks) if blocks else np.zeros(0, fmt.RECORD)
+    summ = np.concatenate(summaries) if summaries else np.zeros(0, fmt.SUMMARY)
+    known = set(paths) | {fmt.FILE_NONE}
+    for name, arr in (("record", records["file"]), ("summary", summ["file"])):
+        bad = set(np.unique(arr).tolist()) - known
+        if bad:
+            raise InputError(src, f"{name} refers to file index {min(bad)} not in the table")
+    if len(records) and (
+        int(records["op"].max()) >= len(fmt.OP_NAMES)
+        or int(records["layer"].max()) >= len(fmt.LAYER_NAMES)
+    ):
+        raise InputError(src, "record with an unknown op or layer code")
+    return RawTrace(
+        header=header,
+        job_id=parts[0],
+        host=parts[1],
+        exe=parts[2],
+        user=parts[3],
+        records=records,
+        thread_ids=np.concatenate(tids) if tids else np.zeros(0, np.uint32),
+        paths=paths,
+        parents=parents,
+        summaries=summ,
+    )
+
+
+def _files(src: str, body: bytes, at: int, paths: dict[int, str], parents: dict[int, int]) -> None:
+    pos = 0
+    size = fmt.FILE_ENTRY.itemsize
+    while pos < len(body):
+        if pos + size > len(body):
+            raise InputError(src, f"file table at byte {at} ends inside an entry")
+        e = np.frombuffer(body, fmt.FILE_ENTRY, 1, pos)[0]
+        n = int(e["path_len"])
+        padded = (n + 7) & ~7
+        if pos + size + padded > len(body):
+            raise InputError(src, f"file table at byte {at} ends inside a path")
+        idx = int(e["index"])
+        paths[idx] = _text(body[pos + size : pos + size + n])
+        parents[idx] = int(e["parent"])
+        pos += size + padded

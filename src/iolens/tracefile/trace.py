@@ -1,0 +1,126 @@
+"""`decode(path) -> TraceFile`: one process's trace, ready for the store."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import pwd
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from iolens.tracefile import format as fmt
+from iolens.tracefile.reader import read
+from iolens.tracefile.tables import Clock, client_io_table, files_table, summaries_table
+
+#: Spool files end with this; `*.iolens.partial` files are still being written (or their
+#: process was killed) and are not decoded by decode_dir.
+SUFFIX = ".iolens"
+
+
+def _utc(ns: int) -> dt.datetime:
+    """Naive UTC datetime (the store's timestamp[us] convention), microsecond precision."""
+    return dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=ns // 1000)
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    """One traced process (one file): identity, completeness, and three Arrow tables."""
+
+    path: Path
+    job_id: str
+    host: str
+    pid: int
+    ppid: int
+    rank: int | None
+    exe: str
+    user: str
+    uid: int
+    start: dt.datetime  # UTC
+    end: dt.datetime  # UTC
+    #: True when records were dropped (memory budget, spool errors), files folded into
+    #: "<other>", or calls missed: client_io is then incomplete; `summaries` still counts
+    #: every recorded call (dropped ones included).
+    partial: bool
+    dropped_records: int
+    dropped_calls: int
+    dropped_files: int
+    #: calls made by signal handlers while the tracer was busy in the same thread
+    missed_calls: int
+    spool_errors: int
+    calls: int  # calls recorded (the uncompressed trace would have this many records)
+    flags: int
+    segment: int
+    files: pa.Table  # iolens.model.schema.FILES
+    client_io: pa.Table  # iolens.model.schema.CLIENT_IO
+    summaries: pa.Table  # iolens.tracefile.tables.SUMMARIES
+
+    @property
+    def records(self) -> int:
+        return self.client_io.num_rows
+
+    @property
+    def exec_written(self) -> bool:
+        """Written just before exec() replaced the program."""
+        return bool(self.flags & fmt.F_EXEC)
+
+    @property
+    def forked(self) -> bool:
+        return bool(self.flags & fmt.F_FORKED)
+
+
+def _user(name: str, uid: int) -> str:
+    if name:
+        return name
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def decode(path: str | os.PathLike[str]) -> TraceFile:
+    """Decode one tracer file; raises iolens.errors.InputError if corrupt or truncated."""
+    p = Path(path)
+    raw = read(p)
+    h = raw.header
+    rank = int(h["rank"])
+    rank_or_none = rank if rank >= 0 else None
+    job_id = raw.job_id or f"unknown-{raw.host}"
+    clock = Clock(raw)
+    used = np.union1d(raw.records["file"], raw.summaries["file"][raw.summaries["ops"].sum(1) > 0])
+    files, ids = files_table(raw, used[used != fmt.FILE_NONE])
+    return TraceFile(
+        path=p,
+        job_id=job_id,
+        host=raw.host,
+        pid=int(h["pid"]),
+        ppid=int(h["ppid"]),
+        rank=rank_or_none,
+        exe=raw.exe,
+        user=_user(raw.user, int(h["uid"])),
+        uid=int(h["uid"]),
+        start=_utc(int(h["start_wall_ns"])),
+        end=_utc(int(h["end_wall_ns"])),
+        partial=bool(int(h["flags"]) & fmt.F_PARTIAL),
+        dropped_records=int(h["dropped_records"]),
+        dropped_calls=int(h["dropped_calls"]),
+        dropped_files=int(h["dropped_files"]),
+        missed_calls=int(h["missed_calls"]),
+        spool_errors=int(h["spool_errors"]),
+        calls=int(h["calls"]),
+        flags=int(h["flags"]),
+        segment=int(h["segment"]),
+        files=files,
+        client_io=client_io_table(raw, ids, job_id, rank_or_none, clock),
+        summaries=summaries_table(raw, ids, job_id, rank_or_none, clock),
+    )
+
+
+def decode_dir(spool_dir: str | os.PathLike[str]) -> Iterator[TraceFile]:
+    """Decode every complete `*.iolens` file under `spool_dir`, in name order."""
+    for p in sorted(Path(spool_dir).rglob(f"*{SUFFIX}")):
+        if p.is_file():
+            yield decode(p)

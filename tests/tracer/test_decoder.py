@@ -1,0 +1,141 @@
+"""Decoder: a hand-built file decodes to known tables; damaged files raise InputError."""
+
+from __future__ import annotations
+
+import datetime as dt
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from iolens.errors import InputError
+from iolens.model.ids import file_id
+from iolens.model.schema import CLIENT_IO, FILES
+from iolens.tracefile import SUMMARIES, decode, decode_dir
+from iolens.tracefile import format as fmt
+
+BASE_WALL = 1_700_000_000_000_000_000  # 2023-11-14T22:13:20Z
+
+
+def section(kind: int, payload: bytes, aux: int = 0) -> bytes:
+    return struct.pack("<IIQ", kind, aux, len(payload)) + payload
+
+
+def build(records: np.ndarray | None = None, end: bool = True, version: int = 1) -> bytes:
+    """A complete file: 2 ticks per ns clock, two files, one record block."""
+    if records is None:
+        records = np.zeros(2, fmt.RECORD)
+        records[0] = (fmt.OP_NAMES.index("write"), 0, 0, 2, 0, 4096, 8192, 10, 1000, 3000, 800)
+        records[1] = (fmt.OP_NAMES.index("stat"), 0, fmt.R_DIR, 3, -1, 0, 0, 5, 4000, 5000, 500)
+    paths = {1: "<other>", 2: "/scratch/a.dat", 3: "/scratch"}
+    files = b""
+    for idx, p in paths.items():
+        raw = p.encode()
+        pad = (-len(raw)) % 8
+        files += struct.pack("<IIII", idx, 3 if idx == 2 else 0, len(raw), 0) + raw + b"\0" * pad
+    summ = np.zeros(1, fmt.SUMMARY)
+    summ[0]["file"] = 2
+    summ[0]["ops"][1] = 10
+    summ[0]["bytes_written"] = 40960
+    summ[0]["max_byte_read"] = -1
+    summ[0]["max_byte_written"] = 9 * 8192 + 4095
+    summ[0]["hist_write"][2] = 10
+    summ[0]["t_first"], summ[0]["t_last"], summ[0]["time_write"] = 1000, 3000, 800
+    h = np.zeros(1, fmt.HEADER)
+    strings = b"job-7" + b"node01" + b"/bin/app" + b"alice"
+    h[0]["flags"] = fmt.F_PARTIAL
+    h[0]["pid"], h[0]["ppid"], h[0]["rank"], h[0]["uid"] = 4242, 1, 3, 1000
+    h[0]["start_wall_ns"], h[0]["end_wall_ns"] = BASE_WALL, BASE_WALL + 10_000_000
+    h[0]["base_ticks"], h[0]["base_wall_ns"], h[0]["ns_per_tick"] = 0, BASE_WALL, 0.5
+    h[0]["calls"], h[0]["records"] = 15, 2
+    h[0]["dropped_records"], h[0]["dropped_calls"] = 1, 7
+    h[0]["files"] = 4
+    h[0]["len_job_id"], h[0]["len_host"], h[0]["len_exe"], h[0]["len_user"] = 5, 6, 8, 5
+    out = fmt.MAGIC + struct.pack("<II", version, fmt.ENDIAN_MARK)
+    out += section(fmt.SEC_RECORDS, records.tobytes(), aux=99)
+    out += section(fmt.SEC_FILES, files)
+    out += section(fmt.SEC_SUMMARY, summ.tobytes())
+    out += section(fmt.SEC_HEADER, h.tobytes() + strings)
+    if end:
+        out += section(fmt.SEC_END, b"")
+    return out
+
+
+def test_golden(tmp_path: Path):
+    p = tmp_path / "node01-4242-1-0.iolens"
+    p.write_bytes(build())
+    t = decode(p)
+    assert (t.job_id, t.host, t.pid, t.rank, t.exe, t.user) == (
+        "job-7",
+        "node01",
+        4242,
+        3,
+        "/bin/app",
+        "alice",
+    )
+    assert t.start == dt.datetime(2023, 11, 14, 22, 13, 20)
+    assert t.end - t.start == dt.timedelta(milliseconds=10)
+    assert t.partial and t.dropped_records == 1 and t.dropped_calls == 7 and t.calls == 15
+    assert t.files.schema == FILES and t.client_io.schema == CLIENT_IO
+    assert t.summaries.schema == SUMMARIES
+    assert sorted(t.files.column("path").to_pylist()) == ["/scratch", "/scratch/a.dat"]
+    rows = t.client_io.to_pylist()
+    assert rows[0] == {
+        "job_id": "job-7",
+        "node": "node01",
+        "rank": 3,
+        "pid": 4242,
+        "layer": "posix",
+        "op": "write",
+        "file_id": file_id("/scratch/a.dat"),
+        "offset": 0,
+        "size": 4096,
+        "stride": 8192,
+        "count": 10,
+        "t_start": dt.datetime(2023, 11, 14, 22, 13, 20, 0),  # 1000 ticks = 500 ns
+        "t_end": dt.datetime(2023, 11, 14, 22, 13, 20, 1),  # 3000 ticks = 1.5 us
+        "dur_ns": 400,
+    }
+    assert rows[1]["op"] == "stat" and rows[1]["file_id"] == file_id("/scratch")
+    assert rows[1]["count"] == 5 and rows[1]["offset"] == -1
+    (s,) = t.summaries.to_pylist()
+    assert s["write_ops"] == 10 and s["bytes_written"] == 40960 and s["read_ops"] == 0
+    assert s["max_byte_read"] is None and s["write_size_hist"][2] == 10
+    assert s["write_time_ns"] == 400
+    assert [x.pid for x in decode_dir(tmp_path)] == [4242]
+
+
+def corruptions() -> dict[str, tuple[bytes, str]]:
+    good = build()
+    bad_rec = np.zeros(1, fmt.RECORD)
+    bad_rec[0] = (0, 0, 0, 77, 0, 1, 1, 1, 0, 0, 0)
+    bad_op = np.zeros(1, fmt.RECORD)
+    bad_op[0] = (200, 0, 0, 2, 0, 1, 1, 1, 0, 0, 0)
+    return {
+        "empty": (b"", "preamble"),
+        "magic": (b"NOTATRACE" + good[9:], "bad magic"),
+        "version": (build(version=9), "format version 9"),
+        "truncated": (good[:-40], "truncated"),
+        "no-end": (build(end=False), "no END section"),
+        "cut-in-section-header": (good[:20], "partial section header"),
+        "unknown-file": (build(bad_rec), "file index 77"),
+        "unknown-op": (build(bad_op), "unknown op"),
+        "trailing": (good + b"\0" * 16, "after the END"),
+    }
+
+
+@pytest.mark.parametrize("case", list(corruptions()))
+def test_corrupt_files_raise_input_error(case: str, tmp_path: Path):
+    data, message = corruptions()[case]
+    p = tmp_path / f"{case}.iolens"
+    p.write_bytes(data)
+    with pytest.raises(InputError) as err:
+        decode(p)
+    assert err.value.source == str(p)
+    assert message in err.value.message
+
+
+def test_partial_files_are_not_listed(tmp_path: Path):
+    (tmp_path / "x.iolens.partial").write_bytes(build(end=False))
+    assert list(decode_dir(tmp_path)) == []

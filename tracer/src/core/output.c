@@ -1,0 +1,343 @@
+/*
+ * output.c - the per-process spool file (format in include/iolens_trace.h).
+ *
+ * The file is written as <spool>/<host>-<pid>-<start ns>-<segment>.iolens.partial, with
+ * raw system calls (never through our own wrappers, nor another interposer's), and
+ * renamed to *.iolens once complete, so a reader never sees half a file under the final
+ * name. Any failure (unwritable directory, full disk) only counts spool_errors and loses
+ * trace data: the application never sees an error, a signal, or a changed errno.
+ */
+#include "iolens.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static char *put_str(char *p, char *end, const char *s)
+{
+    while (*s && p < end)
+        *p++ = *s++;
+    return p;
+}
+
+static char *put_u64(char *p, char *end, uint64_t v)
+{
+    char tmp[24];
+    int i = 0;
+    do {
+        tmp[i++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (i && p < end)
+        *p++ = tmp[--i];
+    return p;
+}
+
+int iol_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len) {
+        long n = syscall(SYS_write, fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static void mkdirs(const char *dir)
+{
+    char buf[IOL_PATH_MAX];
+    size_t n = strlen(dir);
+    if (n >= sizeof buf)
+        return;
+    memcpy(buf, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] == '/' || buf[i] == '\0') {
+            char c = buf[i];
+            buf[i] = '\0';
+            syscall(SYS_mkdir, buf, 0700);
+            buf[i] = c;
+        }
+    }
+}
+
+/* Open the .partial file and write the preamble; caller holds g.lock. */
+static int open_out(void)
+{
+    if (g.out_fd >= 0)
+        return 0;
+    if (g.out_failed)
+        return -1;
+    if (g.out_created) {
+        /* the file stays closed between spills, so no application close()/dup2() can
+           ever make us write into one of its own files */
+        long fd = syscall(SYS_openat, AT_FDCWD, g.out_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd < 0)
+            goto fail;
+        g.out_fd = (int)fd;
+        return 0;
+    }
+    char *p = g.out_path, *end = g.out_path + sizeof g.out_path - 32;
+    p = put_str(p, end, g.spool);
+    p = put_str(p, end, "/");
+    p = put_str(p, end, g.host[0] ? g.host : "host");
+    p = put_str(p, end, "-");
+    p = put_u64(p, end, (uint64_t)g.pid);
+    p = put_str(p, end, "-");
+    p = put_u64(p, end, g.start_wall_ns);
+    p = put_str(p, end, "-");
+    p = put_u64(p, end, g.segment);
+    p = put_str(p, end, ".iolens.partial");
+    *p = '\0';
+    int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+    long fd = syscall(SYS_openat, AT_FDCWD, g.out_path, flags, 0644);
+    if (fd < 0) {
+        mkdirs(g.spool);
+        fd = syscall(SYS_openat, AT_FDCWD, g.out_path, flags, 0644);
+    }
+    if (fd < 0)
+        goto fail;
+    /* keep the spool fd clear of the low numbers an application may dup2() over */
+    if (fd < 100) {
+        long hi = syscall(SYS_fcntl, (int)fd, F_DUPFD_CLOEXEC, 100);
+        if (hi >= 0) {
+            syscall(SYS_close, (int)fd);
+            fd = hi;
+        }
+    }
+    g.out_fd = (int)fd;
+    g.out_created = 1;
+    struct iol_preamble pre;
+    memcpy(pre.magic, IOL_MAGIC, 8);
+    pre.version = IOL_FORMAT_VERSION;
+    pre.endian = 0x01020304u;
+    if (iol_write_all(g.out_fd, &pre, sizeof pre) == 0)
+        return 0;
+fail:
+    g.spool_errors++;
+    g.out_failed = 1;
+    if (g.out_fd >= 0)
+        syscall(SYS_close, g.out_fd);
+    if (g.out_created)
+        syscall(SYS_unlink, g.out_path);
+    g.out_fd = -1;
+    return -1;
+}
+
+IOL_HIDDEN void iol_out_close(void)
+{
+    if (g.out_fd >= 0)
+        syscall(SYS_close, g.out_fd);
+    g.out_fd = -1;
+}
+
+static int write_section(uint32_t type, uint32_t aux, const void *payload, uint64_t len)
+{
+    struct iol_section s = {type, aux, len};
+    if (open_out() < 0)
+        return -1;
+    if (iol_write_all(g.out_fd, &s, sizeof s) < 0 ||
+        (len && iol_write_all(g.out_fd, payload, len) < 0)) {
+        g.spool_errors++;
+        g.out_failed = 1;
+        syscall(SYS_close, g.out_fd);
+        syscall(SYS_unlink, g.out_path);
+        g.out_fd = -1;
+        return -1;
+    }
+    return 0;
+}
+
+static void drop(const struct iol_chunk *c)
+{
+    g.dropped_records += c->n;
+    for (uint32_t i = 0; i < c->n; i++)
+        g.dropped_calls += c->recs[i].count;
+}
+
+/* Write one (already folded) chunk to the spool, or count it as dropped; holds g.lock. */
+IOL_HIDDEN void iol_spill_chunk(struct iol_chunk *c)
+{
+    uint32_t n = c->n;
+    if (!n)
+        return;
+    if (g.no_spill && g.state == IOL_ON) {
+        drop(c); /* mid-run and told not to write: keep only the summaries */
+        return;
+    }
+    if (write_section(IOL_SEC_RECORDS, c->tid, c->recs, (uint64_t)n * sizeof(struct iol_record)))
+        drop(c);
+    else
+        g.records += n;
+}
+
+/* Every record's file has a summary (records are folded before they are written), so
+   paths that only ever appeared inside a directory record are left out - unless summary
+   slots ran out, when every path is written. */
+static int wanted(uint32_t i)
+{
+    const struct iol_fentry *e = &g.files[i];
+    return i == IOL_FILE_OTHER || e->sum[0] >= 0 || e->sum[1] >= 0 || g.nsums >= g.sums_cap;
+}
+
+static int write_files(void)
+{
+    /* one section, written entry by entry through a small buffer */
+    uint64_t total = 0;
+    uint32_t n = g.nfiles < g.files_cap ? g.nfiles : g.files_cap;
+    for (uint32_t i = 1; i < n; i++)
+        if (wanted(i))
+            total += sizeof(struct iol_file_entry) + ((g.files[i].path_len + 7u) & ~7u);
+    struct iol_section s = {IOL_SEC_FILES, 0, total};
+    if (open_out() < 0 || iol_write_all(g.out_fd, &s, sizeof s) < 0)
+        return -1;
+    char buf[8192];
+    size_t used = 0;
+    for (uint32_t i = 1; i < n; i++) {
+        struct iol_fentry *e = &g.files[i];
+        if (!wanted(i))
+            continue;
+        struct iol_file_entry fe = {i, e->parent, e->path_len, 0};
+        size_t padded = (e->path_len + 7u) & ~7u;
+        if (used + sizeof fe + padded > sizeof buf) {
+            if (iol_write_all(g.out_fd, buf, used) < 0)
+                return -1;
+            used = 0;
+        }
+        if (sizeof fe + padded > sizeof buf)
+            return -1; /* cannot happen: paths are < IOL_PATH_MAX */
+        memcpy(buf + used, &fe, sizeof fe);
+        memcpy(buf + used + sizeof fe, g.arena + e->path_off, e->path_len);
+        memset(buf + used + sizeof fe + e->path_len, 0, padded - e->path_len);
+        used += sizeof fe + padded;
+    }
+    return used ? iol_write_all(g.out_fd, buf, used) : 0;
+}
+
+static double calibrate(void)
+{
+    if (!g.use_tsc)
+        return 1.0;
+    uint64_t m0 = g.base_mono_ns, t0 = g.base_ticks;
+    uint64_t m1 = iol_mono_ns(), t1 = iol_now();
+    /* at least 200 us of history so the ratio is good to ~1e-4 */
+    while (m1 - m0 < 200000) {
+        __builtin_ia32_pause();
+        m1 = iol_mono_ns();
+        t1 = iol_now();
+    }
+    return t1 > t0 ? (double)(m1 - m0) / (double)(t1 - t0) : 1.0;
+}
+
+/*
+ * Write everything still in memory and the tables, then rename the file into place.
+ * `trylock` is for _exit(), which may be called from a signal handler that interrupted a
+ * thread holding the lock: then we give up rather than deadlock.
+ */
+void iol_finalize(uint32_t flags, int trylock)
+{
+    int saved_errno = errno;
+    int saved_guard = iol_guard;
+    iol_guard = 1;
+    if (trylock) {
+        if (pthread_mutex_trylock(&g.lock) != 0)
+            goto out;
+    } else {
+        pthread_mutex_lock(&g.lock);
+    }
+    if (g.state != IOL_ON) {
+        pthread_mutex_unlock(&g.lock);
+        goto out;
+    }
+    __atomic_store_n(&g.state, IOL_OFF, __ATOMIC_RELEASE);
+    g.flags |= flags;
+
+    /* live threads' chunks: fold, then write after the retained ones */
+    for (struct iol_tstate *t = g.threads; t; t = t->next)
+        if (t->live && t->chunk)
+            iol_fold(t->chunk);
+    for (struct iol_chunk *c = g.retained; c; c = c->next)
+        iol_spill_chunk(c);
+    for (struct iol_tstate *t = g.threads; t; t = t->next)
+        if (t->live && t->chunk)
+            iol_spill_chunk(t->chunk);
+
+    if (!g.calls && !g.dropped_records && !g.missed_calls && !g.out_created) {
+        /* no I/O at all (e.g. a fork child that went straight to exec): no file */
+        pthread_mutex_unlock(&g.lock);
+        goto out;
+    }
+    int ok = !g.out_failed;
+    ok = ok && write_files() == 0;
+    ok = ok && write_section(IOL_SEC_SUMMARY, 0, g.sums,
+                             (uint64_t)g.nsums * sizeof(struct iol_summary)) == 0;
+
+    struct {
+        struct iol_header h;
+        char strings[256 + 256 + IOL_PATH_MAX + 128];
+    } hb;
+    memset(&hb, 0, sizeof hb);
+    struct iol_header *h = &hb.h;
+    if (g.dropped_records || g.dropped_files || g.missed_calls)
+        g.flags |= IOL_F_PARTIAL;
+    if (g.dropped_files)
+        g.flags |= IOL_F_FILES_CAPPED;
+    h->flags = g.flags;
+    h->clock = g.use_tsc ? IOL_CLOCK_TSC : IOL_CLOCK_MONO;
+    h->pid = g.pid;
+    h->ppid = g.ppid;
+    h->rank = g.rank;
+    h->uid = g.uid;
+    h->start_wall_ns = g.start_wall_ns;
+    h->end_wall_ns = iol_wall_ns();
+    h->base_ticks = g.base_ticks;
+    h->base_wall_ns = g.base_wall_ns;
+    h->ns_per_tick = calibrate();
+    h->calls = g.calls;
+    h->records = g.records;
+    h->dropped_records = g.dropped_records;
+    h->dropped_calls = g.dropped_calls;
+    h->missed_calls = g.missed_calls;
+    h->files = g.nfiles < g.files_cap ? g.nfiles : g.files_cap;
+    h->dropped_files = g.dropped_files;
+    h->spool_errors = g.spool_errors;
+    h->segment = g.segment;
+    h->budget_mb = (uint32_t)(g.budget >> 20);
+    char *p = hb.strings;
+    const char *strs[4] = {g.job_id, g.host, g.exe, g.user};
+    uint16_t *lens[4] = {&h->len_job_id, &h->len_host, &h->len_exe, &h->len_user};
+    for (int i = 0; i < 4; i++) {
+        size_t n = strlen(strs[i]);
+        memcpy(p, strs[i], n);
+        *lens[i] = (uint16_t)n;
+        p += n;
+    }
+    ok = ok && write_section(IOL_SEC_HEADER, 0, &hb, sizeof *h + (uint64_t)(p - hb.strings)) == 0;
+    ok = ok && write_section(IOL_SEC_END, 0, NULL, 0) == 0;
+    if (g.out_fd >= 0) {
+        syscall(SYS_close, g.out_fd);
+        g.out_fd = -1;
+    }
+    if (g.out_created) {
+        if (ok) {
+            char final[IOL_PATH_MAX];
+            size_t n = strlen(g.out_path) - (sizeof ".partial" - 1);
+            memcpy(final, g.out_path, n);
+            final[n] = '\0';
+            if (syscall(SYS_rename, g.out_path, final) != 0)
+                syscall(SYS_unlink, g.out_path);
+        } else {
+            syscall(SYS_unlink, g.out_path);
+        }
+    }
+    pthread_mutex_unlock(&g.lock);
+out:
+    iol_guard = saved_guard;
+    errno = saved_errno;
+}
