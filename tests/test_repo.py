@@ -56,6 +56,13 @@ def test_ruff_clean():
         [ruff, "check", "src", "tests", "bench"], cwd=ROOT, capture_output=True, text=True
     )
     assert res.returncode == 0, res.stdout + res.stderr
+    res = subprocess.run(
+        [ruff, "format", "--check", "src", "tests", "bench"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, "run `ruff format`:\n" + res.stdout + res.stderr
 
 
 def test_layers_import_downward_only():

@@ -17,14 +17,13 @@ pytestmark = needs_cc
 def same_as_untraced(workload, mode, tmp_path, lib, n=4, env=None, preload=None):
     plain = run(workload, mode, tmp_path, n=n, tag="-plain")
     tr = run(workload, mode, tmp_path, n=n, lib=lib, env=env, preload=preload, tag="-traced")
-    strip = lambda s: s.replace("-plain", "").replace("-traced", "")  # noqa: E731
-    # pids differ between runs; compare everything else
-    norm = lambda r: (
-        [  # noqa: E731
-            {k: v for k, v in c.items() if k != "pid"} for c in r.counts
-        ]
-        or strip(r.stdout)
-    )
+
+    def strip(s):
+        return s.replace("-plain", "").replace("-traced", "")
+
+    def norm(r):  # pids differ between runs; compare everything else
+        return [{k: v for k, v in c.items() if k != "pid"} for c in r.counts] or strip(r.stdout)
+
     assert tr.rc == plain.rc, tr.stderr
     assert norm(tr) == norm(plain)
     return plain, tr
