@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from iolens.collect.agent import Agent
+from iolens.collect.base import Reading
 from iolens.collect.config import AgentConfig, load_config, sample_toml
 from iolens.collect.rates import WRAP, RateKeeper
 from iolens.collect.sources import SOURCES
@@ -152,3 +153,32 @@ def test_agent_once_spools_without_a_server_then_store_gets_it(tmp_path):
             load(store, wire.decode(outbox.get(key)))
         n = store.query("SELECT count(*) AS n FROM metrics WHERE metric = 'load1'").to_pylist()
     assert n == [{"n": 2}]
+
+
+class WaitTime:
+    """A service that reports a cumulative wait sum and its event count, like ost_io."""
+
+    name = "waits"
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.events = 0.0
+
+    def collect(self, root: Path):
+        yield Reading("oss", "oss1", "wait_us", self.total, per=self.events)
+
+
+def test_sum_over_count_becomes_the_interval_mean():
+    clock, src = Clock(), WaitTime()
+    agent = Agent("oss1", Path("/nonexistent"), [src], clock=clock)
+    agent.collect_round()  # first round: nothing to compare with
+    src.total, src.events = 3_000.0, 10.0  # 10 requests waited 300 us on average
+    clock.t += 5
+    second = agent.collect_round()
+    src.total += 500.0  # no new events: no mean, rather than a made-up zero
+    clock.t += 5
+    third = agent.collect_round()
+    waits = [m["value"] for m in second.metrics.to_pylist() if m["metric"] == "wait_us"]
+    assert waits == [300.0]
+    assert second.server_samples.to_pylist()[0]["wait_us"] == 300.0
+    assert not [m for m in third.metrics.to_pylist() if m["metric"] == "wait_us"]

@@ -110,6 +110,15 @@ class Agent:
             g("failures_total", float(h.failures)),
         ]
 
+    def _interval_mean(self, r: Reading, now: float) -> tuple[float, float] | None:
+        """Mean per event over the interval: delta(sum) / delta(count); None if no events."""
+        key = (r.kind, r.component, r.metric, r.job_id)
+        total = self.rates.rate(key, r.value, now)
+        events = self.rates.rate((*key[:2], f"{r.metric}#per", r.job_id), r.per or 0.0, now)
+        if total is None or events is None or events[0] <= 0:
+            return None
+        return total[0] / events[0], total[1]
+
     def _to_batch(self, readings: list[Reading], now: float) -> Batch:
         rows: dict[str, list[object]] = {n: [] for n in METRICS.names}
         wide: dict[tuple[str, str, str | None], dict[str, float]] = {}
@@ -118,7 +127,12 @@ class Agent:
         for r in readings:
             interval: float | None = None
             value = r.value
-            if r.counter:
+            if r.per is not None:
+                mean = self._interval_mean(r, now)
+                if mean is None:
+                    continue
+                value, interval = mean
+            elif r.counter:
                 rated = self.rates.rate((r.kind, r.component, r.metric, r.job_id), r.value, now)
                 if rated is None:
                     continue
@@ -139,6 +153,8 @@ class Agent:
                 intervals[key] = interval
             elif r.metric in STANDARD_GAUGES:
                 wide.setdefault(key, {})[r.metric] = value
+                if interval is not None:
+                    intervals.setdefault(key, interval)
         stamp = datetime.fromtimestamp(now, UTC).replace(tzinfo=None)
         rows["ts"] = [stamp] * len(rows["ts"])
         samples = [

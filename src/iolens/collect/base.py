@@ -26,6 +26,10 @@ class Reading:
     value: float
     counter: bool = True  # cumulative counter (rated by the agent) or gauge
     job_id: str | None = None
+    # For a cumulative sum whose mean per event is wanted (Lustre's req_waittime sum over
+    # its sample count): the cumulative event count. The agent reports
+    # delta(value) / delta(per) over the interval as a gauge, or nothing if no events.
+    per: float | None = None
 
 
 class Source(Protocol):
