@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
 
-from iolens.collect.base import Reading, Source
+from iolens.collect.base import BatchSource, Reading, Source
 from iolens.collect.rates import RateKeeper
 from iolens.model.batch import Batch
 from iolens.model.schema import METRICS, SERVER_SAMPLES
@@ -47,14 +47,16 @@ class Agent:
         sources: list[Source],
         state_file: Path | None = None,
         clock: Callable[[], float] = time.time,
+        batch_sources: list[BatchSource] | None = None,
     ) -> None:
         self.host = host
         self.root = root
         self.sources = sources
+        self.batch_sources = batch_sources or []
         self.clock = clock
         self.state_file = state_file
         self.rates = RateKeeper()
-        self.health = {s.name: SourceHealth() for s in sources}
+        self.health = {s.name: SourceHealth() for s in [*sources, *self.batch_sources]}
         self._load_state()
 
     # -- counter state across runs ------------------------------------------------------
@@ -86,18 +88,37 @@ class Agent:
                 got = list(source.collect(self.root))
             except Exception as exc:  # one source must never stop the others
                 h.failures += 1
-                message = f"{type(exc).__name__}: {exc}"
-                if message not in h.errors_seen:
-                    h.errors_seen.add(message)
-                    log.error("source %s failed: %s", source.name, message)
+                self._log_once(source.name, h, exc)
                 got = []
             h.last_duration_s = time.perf_counter() - started
             h.readings += len(got)
             readings += got
             readings += self._self_metrics(source.name, h, ok=len(h.errors_seen) == 0 or bool(got))
+        for bsource in self.batch_sources:  # their health as of the previous round
+            h = self.health[bsource.name]
+            readings += self._self_metrics(bsource.name, h, ok=h.failures == 0)
         batch = self._to_batch(readings, now)
         self._save_state()
         return batch
+
+    def collect_batches(self) -> Iterator[tuple[Batch, Callable[[], None]]]:
+        """Ready-made batches (tracer files), each with its `done`; failures as above."""
+        for source in self.batch_sources:
+            h = self.health[source.name]
+            h.runs += 1
+            try:
+                for batch, done in source.batches(self.root):
+                    h.readings += batch.rows()
+                    yield batch, done
+            except Exception as exc:
+                h.failures += 1
+                self._log_once(source.name, h, exc)
+
+    def _log_once(self, name: str, h: SourceHealth, exc: Exception) -> None:
+        message = f"{type(exc).__name__}: {exc}"
+        if message not in h.errors_seen:
+            h.errors_seen.add(message)
+            log.error("source %s failed: %s", name, message)
 
     def _self_metrics(self, name: str, h: SourceHealth, ok: bool) -> list[Reading]:
         def g(metric: str, value: float) -> Reading:

@@ -12,10 +12,12 @@ the other sources.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Protocol
+
+from iolens.model.batch import Batch
 
 
 @dataclass(frozen=True)
@@ -39,4 +41,19 @@ class Source(Protocol):
 
     def collect(self, root: Path) -> Iterable[Reading]:
         """Read everything this source knows about, under `root`."""
+        ...
+
+
+class BatchSource(Protocol):
+    """A source whose data are already batches (the tracer's per-process files).
+
+    Each batch comes with `done`, which the agent calls once the batch is safely in its
+    disk spool: only then may the source forget the input. A crash in between re-sends
+    the same batch key, which the server loads once.
+    """
+
+    name: ClassVar[str]
+
+    def batches(self, root: Path) -> Iterable[tuple[Batch, Callable[[], None]]]:
+        """Batches ready under `root`, each with the function that releases its input."""
         ...

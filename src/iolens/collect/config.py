@@ -31,6 +31,11 @@ class AgentSection(Strict):
         "node", description="This node's component kind: compute, forwarder, oss, mds, login"
     )
     group: str | None = Field(None, description="Ingest group this agent belongs to")
+    trace_spool: Path = Field(
+        Path("/var/spool/iolens/traces"),
+        description="Where the tracer writes (IOLENS_SPOOL of the jobs); files are shipped "
+        "and then deleted",
+    )
 
 
 class SourceSection(Strict):

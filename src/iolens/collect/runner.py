@@ -11,6 +11,7 @@ from iolens.collect.agent import Agent
 from iolens.collect.config import AgentConfig
 from iolens.collect.sources import SOURCES
 from iolens.collect.sources.node import NodeSource
+from iolens.collect.sources.tracer_spool import TracerSpoolSource
 from iolens.ship.shipper import Shipper
 from iolens.ship.spool import DiskSpool
 from iolens.ship.transport import HttpTransport, Transport, TransportError
@@ -32,8 +33,13 @@ def build_agent(cfg: AgentConfig) -> Agent:
         if not cfg.source_enabled(name):
             continue
         sources.append(NodeSource(a.host, a.role) if cls is NodeSource else cls(a.host))
+    batch_sources = []
+    if cfg.source_enabled(TracerSpoolSource.name):
+        batch_sources.append(TracerSpoolSource(a.host, a.trace_spool))
     a.spool.mkdir(parents=True, exist_ok=True)
-    return Agent(a.host, a.root, sources, state_file=a.spool / "counters.json")
+    return Agent(
+        a.host, a.root, sources, state_file=a.spool / "counters.json", batch_sources=batch_sources
+    )
 
 
 def build_shipper(cfg: AgentConfig) -> Shipper:
@@ -59,6 +65,9 @@ def run(cfg: AgentConfig, once: bool = False) -> dict[str, int]:
         batch = agent.collect_round()
         if batch.rows():
             shipper.submit(batch)
+        for traced, done in agent.collect_batches():
+            shipper.submit(traced)  # on disk (fsync'd) before the input is released
+            done()
         shipper.deliver(now=0.0 if once else None)
         if once or stop:
             break

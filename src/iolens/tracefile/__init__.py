@@ -3,6 +3,7 @@
     decode(path) -> TraceFile      header fields + FILES, CLIENT_IO and SUMMARIES tables
     decode_dir(spool_dir)          every complete *.iolens file under a directory
     library_path()                 the libiolens.so to put in LD_PRELOAD
+    batch_of(trace)                one process's trace as an idempotent store batch
 
 Modules: format (byte layouts mirrored from tracer/include/iolens_trace.h), reader
 (validation, raw sections), tables (Arrow conversion), trace (TraceFile), library.
@@ -10,8 +11,17 @@ Modules: format (byte layouts mirrored from tracer/include/iolens_trace.h), read
 
 from __future__ import annotations
 
+from iolens.tracefile.batch import batch_of
 from iolens.tracefile.library import library_path
 from iolens.tracefile.tables import SUMMARIES
 from iolens.tracefile.trace import SUFFIX, TraceFile, decode, decode_dir
 
-__all__ = ["SUFFIX", "SUMMARIES", "TraceFile", "decode", "decode_dir", "library_path"]
+__all__ = [
+    "SUFFIX",
+    "SUMMARIES",
+    "TraceFile",
+    "batch_of",
+    "decode",
+    "decode_dir",
+    "library_path",
+]

@@ -1,10 +1,21 @@
-"""Agent sources, one per file. `SOURCES` is the registry the agent and config read."""
+"""Agent sources, one per file. `SOURCES` (readings) and `BATCH_SOURCES` (ready-made
+batches) are the registries the agent and its config read."""
 
-from iolens.collect.base import Source
+from iolens.collect.base import BatchSource, Source
 from iolens.collect.sources.node import NodeSource
+from iolens.collect.sources.tracer_spool import TracerSpoolSource
 
 SOURCES: dict[str, type[Source]] = {
     NodeSource.name: NodeSource,
 }
 
-__all__ = ["SOURCES"]
+BATCH_SOURCES: dict[str, type[BatchSource]] = {
+    TracerSpoolSource.name: TracerSpoolSource,
+}
+
+
+def source_names() -> list[str]:
+    return [*SOURCES, *BATCH_SOURCES]
+
+
+__all__ = ["BATCH_SOURCES", "SOURCES", "source_names"]

@@ -8,7 +8,6 @@ from all of their processes (`refresh_traced_jobs`).
 
 from __future__ import annotations
 
-import getpass
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -17,11 +16,10 @@ import pyarrow.compute as pc
 
 from iolens.errors import InputError
 from iolens.model.batch import Batch
-from iolens.model.schema import JOBS
 from iolens.store.base import Store
-from iolens.tracefile import TraceFile, decode
+from iolens.tracefile import SUFFIX, batch_of, decode
 
-SPOOL_SUFFIX = ".iolens"
+SPOOL_SUFFIX = SUFFIX
 
 
 def spool_files(paths: Iterable[Path]) -> list[Path]:
@@ -35,37 +33,6 @@ def spool_files(paths: Iterable[Path]) -> list[Path]:
         else:
             raise InputError(str(p), "no such file or directory")
     return found
-
-
-def batch_of(trace: TraceFile, job_id: str | None = None) -> Batch:
-    """The batch of one process's trace; `job_id` overrides the one the tracer saw."""
-    job = job_id or trace.job_id
-    client = trace.client_io
-    if job_id is not None:
-        client = client.set_column(
-            client.schema.get_field_index("job_id"),
-            "job_id",
-            pa.array([job] * client.num_rows, pa.string()),
-        )
-    row = {
-        "job_id": job,
-        "user": trace.user or getpass.getuser(),
-        "app": Path(trace.exe).name if trace.exe else None,
-        "nodes": [trace.host],
-        "nprocs": 1,
-        "start": trace.start,
-        "end": trace.end,
-        "state": None,
-        "source": "tracer",
-    }
-    return Batch(
-        source=f"tracer:{trace.path}",
-        key=f"trace:{trace.host}:{trace.pid}:{trace.start.isoformat()}",
-        keep_known_jobs=True,
-        jobs=pa.Table.from_pylist([row], schema=JOBS),
-        files=trace.files,
-        client_io=client,
-    )
 
 
 def batches(paths: Iterable[Path], job_id: str | None = None) -> Iterator[tuple[Path, Batch]]:

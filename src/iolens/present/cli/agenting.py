@@ -17,9 +17,9 @@ ConfigOption = Annotated[Path | None, typer.Option("--config", help="Agent TOML 
 
 def _effective(config: Path | None, **overrides: object):
     from iolens.collect.config import load_config
-    from iolens.collect.sources import SOURCES
+    from iolens.collect.sources import source_names
 
-    cfg = load_config(config, list(SOURCES))
+    cfg = load_config(config, source_names())
     for key, value in overrides.items():
         if value is not None:
             setattr(cfg.agent, key, value)
@@ -53,9 +53,9 @@ def agent(
 def config_sample() -> None:
     """Print a commented sample agent config."""
     from iolens.collect.config import sample_toml
-    from iolens.collect.sources import SOURCES
+    from iolens.collect.sources import source_names
 
-    print(sample_toml(list(SOURCES)), end="")
+    print(sample_toml(source_names()), end="")
 
 
 @config_app.command("show")
