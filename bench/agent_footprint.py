@@ -1,7 +1,9 @@
 """Agent footprint: CPU and resident memory of `iolens agent` sampling at 1 Hz.
 
-Runs the real agent (all sources enabled) against a captured tree for `--seconds`,
-shipping to a real `iolens serve` on loopback, and reads both processes from /proc.
+Runs the real agent (all sources enabled) for `--seconds` against one node tree merged
+from every source's captured fixture (node /proc, Lustre OSS/MDS/client, InfiniBand,
+LNet; see tests/collect/trees.py), shipping to a real `iolens serve` on loopback, and
+reads the agent process from /proc.
 
     python bench/agent_footprint.py [--seconds 30] [--root DIR]
 """
@@ -20,19 +22,24 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.collect.trees import CASES, build_root
+
 from bench.common import table
 from bench.ingest_load import free_port, proc_stats
-
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_TREE = ROOT / "tests" / "cases" / "collect" / "node" / "debian12-vm"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=30.0)
-    ap.add_argument("--root", type=Path, default=DEFAULT_TREE)
+    ap.add_argument("--root", type=Path, help="node tree [default: all fixture cases merged]")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        used = "given tree"
+        if args.root is None:
+            args.root = Path(tmp) / "node"
+            args.root.mkdir()
+            names = sorted(p.name for p in CASES.iterdir() if p.is_dir())
+            used = ", ".join(build_root(args.root, names))
         port = free_port()
         server = subprocess.Popen(
             [
@@ -95,7 +102,7 @@ def main() -> None:
         "0",
     )
     print(
-        f"agent at 1 Hz on {args.root}"
+        f"agent at 1 Hz on {used}"
         f" for {elapsed:.0f} s; the server acknowledged {float(batches):.0f} batches\n"
     )
     print(

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
-import sys
-import time
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -19,6 +14,7 @@ from iolens.ship.shipper import Backoff, Shipper
 from iolens.ship.spool import DiskSpool
 from iolens.ship.transport import INGEST_PATH, HttpTransport
 from iolens.store import DuckDBStore
+from tests.serverproc import free_port, start_server
 from tests.ship.helpers import samples_batch, totals
 
 
@@ -56,43 +52,9 @@ def test_bad_batch_is_refused_with_a_reason_and_good_ones_still_land(client):
     assert c.get("/healthz").json()["status"] == "ok"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start(db, port):
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "iolens",
-            "serve",
-            "--db",
-            str(db),
-            "--port",
-            str(port),
-            "--agent-token",
-            "t0k",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(proc.stderr.read().decode())
-
-
 def test_server_killed_mid_stream_loses_and_duplicates_nothing(tmp_path):
-    db, port = tmp_path / "s.duckdb", _free_port()
-    server = _start(db, port)
+    db, port = tmp_path / "s.duckdb", free_port()
+    server = start_server(db, port)
     transport = HttpTransport(f"http://127.0.0.1:{port}", token="t0k", timeout=5)
     shipper = Shipper(DiskSpool(tmp_path / "spool"), transport, Backoff(base=0.0, cap=0.0))
     sent = []
@@ -102,7 +64,7 @@ def test_server_killed_mid_stream_loses_and_duplicates_nothing(tmp_path):
                 os.kill(server.pid, signal.SIGKILL)
                 server.wait()
             if i == 30:
-                server = _start(db, port)
+                server = start_server(db, port)
             b = samples_batch(i)
             sent.append(b)
             shipper.submit(b)
