@@ -56,6 +56,7 @@ class Agent:
         self.clock = clock
         self.state_file = state_file
         self.rates = RateKeeper()
+        self.last_round: float | None = None  # gauge-only components borrow its interval
         self.health = {s.name: SourceHealth() for s in [*sources, *self.batch_sources]}
         self._load_state()
 
@@ -141,6 +142,8 @@ class Agent:
         return total[0] / events[0], total[1]
 
     def _to_batch(self, readings: list[Reading], now: float) -> Batch:
+        round_interval = None if self.last_round is None else now - self.last_round
+        self.last_round = now
         rows: dict[str, list[object]] = {n: [] for n in METRICS.names}
         wide: dict[tuple[str, str, str | None], dict[str, float]] = {}
         intervals: dict[tuple[str, str, str | None], float] = {}
@@ -154,7 +157,8 @@ class Agent:
                     continue
                 value, interval = mean
             elif r.counter:
-                rated = self.rates.rate((r.kind, r.component, r.metric, r.job_id), r.value, now)
+                key = (r.kind, r.component, r.metric, r.job_id)
+                rated = self.rates.rate(key, r.value, now, r.bits)
                 if rated is None:
                     continue
                 value, interval = rated
@@ -181,14 +185,14 @@ class Agent:
         samples = [
             {
                 "ts": stamp,
-                "interval_s": intervals[k],
+                "interval_s": intervals.get(k, round_interval),
                 "kind": k[0],
                 "component_id": k[1],
                 "job_id": k[2],
                 **vals,
             }
             for k, vals in wide.items()
-            if k in intervals
+            if k in intervals or round_interval is not None
         ]
         return Batch(
             source=f"agent:{self.host}",

@@ -32,6 +32,7 @@ class Reading:
     # its sample count): the cumulative event count. The agent reports
     # delta(value) / delta(per) over the interval as a gauge, or nothing if no events.
     per: float | None = None
+    bits: int = 64  # counter width: a 32-bit counter wraps far sooner than a target restarts
 
 
 class Source(Protocol):

@@ -20,7 +20,9 @@ class RateKeeper:
     last: dict[Key, tuple[float, float]] = field(default_factory=dict)
     resets: int = 0
 
-    def rate(self, key: Key, value: float, now: float) -> tuple[float, float] | None:
+    def rate(
+        self, key: Key, value: float, now: float, bits: int = 64
+    ) -> tuple[float, float] | None:
         """(rate per second, interval) since the previous value of `key`; None the first time."""
         prev = self.last.get(key)
         self.last[key] = (value, now)
@@ -30,6 +32,6 @@ class RateKeeper:
         interval = now - then
         if interval <= 0:
             return None
-        delta, reset, _ = counter_delta(before, value)  # type: ignore[arg-type]
+        delta, reset, _ = counter_delta(before, value, bits=bits)  # type: ignore[arg-type]
         self.resets += reset
         return delta / interval, interval

@@ -32,7 +32,8 @@ def build_agent(cfg: AgentConfig) -> Agent:
     for name, cls in SOURCES.items():
         if not cfg.source_enabled(name):
             continue
-        sources.append(NodeSource(a.host, a.role) if cls is NodeSource else cls(a.host))
+        takes_role = cls is NodeSource or getattr(cls, "takes_role", False)
+        sources.append(cls(a.host, a.role) if takes_role else cls(a.host))
     batch_sources = []
     if cfg.source_enabled(TracerSpoolSource.name):
         batch_sources.append(TracerSpoolSource(a.host, a.trace_spool))

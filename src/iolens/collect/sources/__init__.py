@@ -2,11 +2,21 @@
 batches) are the registries the agent and its config read."""
 
 from iolens.collect.base import BatchSource, Source
+from iolens.collect.sources.infiniband import InfinibandSource
+from iolens.collect.sources.lnet_router import LnetRouterSource
+from iolens.collect.sources.lustre_client import LustreClientSource
+from iolens.collect.sources.lustre_mds import LustreMdsSource
+from iolens.collect.sources.lustre_oss import LustreOssSource
 from iolens.collect.sources.node import NodeSource
 from iolens.collect.sources.tracer_spool import TracerSpoolSource
 
 SOURCES: dict[str, type[Source]] = {
     NodeSource.name: NodeSource,
+    InfinibandSource.name: InfinibandSource,
+    LnetRouterSource.name: LnetRouterSource,
+    LustreOssSource.name: LustreOssSource,
+    LustreMdsSource.name: LustreMdsSource,
+    LustreClientSource.name: LustreClientSource,
 }
 
 BATCH_SOURCES: dict[str, type[BatchSource]] = {

@@ -1,0 +1,105 @@
+"""Lustre metadata server: per-MDT and per-job metadata operations, the MDS request queue.
+
+Per MDT (kind `mdt`, component = target name such as `lustrefs-MDT0000`):
+
+- `mdt.<mdt>.md_stats`: every operation summed into `md_ops`, and each one as `md_<op>`
+  (`md_open`, `md_getattr`, `md_unlink`, ...); with 2.12+ `[usecs]` counters also
+  `service_us`, the mean time per operation. Data-on-MDT traffic (`read_bytes`,
+  `write_bytes`, `read`, `write`) is not metadata: its bytes and counts are reported as
+  `read_bytes`/`read_ops`/`write_bytes`/`write_ops` when the MDT prints them;
+- `mdt.<mdt>.job_stats`: the same per job (`job_id` set);
+- capacity gauges (`space_*_bytes`, `files_*`), from the MDT's OSD directory.
+
+Per MDS (kind `mds`, component = host): the PTLRPC services under `mds/MDS/` — `mdt`, the
+main metadata service, with the plain names `wait_us`, `queue_len`, `active_threads`,
+`service_us`, the others prefixed (`mdt_readpage_wait_us`); see `_lustre.service`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar
+
+from iolens.collect.base import Reading
+from iolens.collect.sources import _lustre
+from iolens.parse.lustre_jobstats import JobCounter
+from iolens.parse.lustre_stats import StatsCounter
+
+#: Operations every MDT counts (FORMATS.md 1.1). Lustre prints a counter only once it has
+#: samples; these are reported as 0 until then so their first increase is rated. Operations
+#: of newer versions (`parallel_rename_*`, `migrate`, `punch`) are reported once they appear.
+MDT_OPS = (
+    "open",
+    "close",
+    "mknod",
+    "link",
+    "unlink",
+    "mkdir",
+    "rmdir",
+    "rename",
+    "getattr",
+    "setattr",
+    "getxattr",
+    "setxattr",
+    "statfs",
+    "sync",
+    "samedir_rename",
+    "crossdir_rename",
+)
+
+#: Data-on-MDT counters: traffic, not metadata operations.
+DATA_COUNTERS = frozenset({"read_bytes", "write_bytes", "read", "write"})
+
+
+class LustreMdsSource:
+    """Which jobs load the metadata server, with what, and how long requests wait."""
+
+    name: ClassVar[str] = "lustre_mds"
+
+    def __init__(self, host: str, kind: str | None = None) -> None:
+        self.host = host
+        self.kind = kind or "mds"
+
+    def collect(self, root: Path) -> Iterator[Reading]:
+        osds = _lustre.osd_types(root)
+        for mdt in _lustre.targets(root, "mdt"):
+            st = _lustre.stats(root, "mdt", mdt, "md_stats")
+            if st is not None:
+                yield from metadata("mdt", mdt, st.by_name(), None, timed=True)
+            for job in _lustre.job_stats(root, "mdt", mdt) or []:
+                yield from metadata("mdt", mdt, job.by_name(), job.job_id, timed=False)
+            yield from _lustre.capacity(root, "mdt", mdt, "mdt", osds)
+        yield from _lustre.services(root, self.kind, self.host, "mds/MDS", "mdt")
+
+
+def metadata(
+    kind: str,
+    component: str,
+    by: dict[str, StatsCounter] | dict[str, JobCounter],
+    job_id: str | None,
+    *,
+    timed: bool,
+) -> Iterator[Reading]:
+    """md_ops, md_<op>, Data-on-MDT traffic and (if `timed`) service_us of one MDT or job."""
+    ops = {name: c for name, c in by.items() if name not in DATA_COUNTERS}
+    total = sum(c.samples for c in ops.values())
+    yield Reading(kind, component, "md_ops", float(total), True, job_id)
+    for name in sorted(set(MDT_OPS) | set(ops)):
+        c = ops.get(name)
+        yield Reading(kind, component, f"md_{name}", float(c.samples) if c else 0.0, True, job_id)
+    for op in ("read", "write"):
+        c = by.get(f"{op}_bytes")
+        if c is not None:
+            yield Reading(kind, component, f"{op}_bytes", float(c.sum or 0), True, job_id)
+            yield Reading(kind, component, f"{op}_ops", float(c.samples), True, job_id)
+    latencies = [c for c in ops.values() if c.unit == "usecs" and c.sum is not None]
+    if timed and latencies:
+        yield Reading(
+            kind,
+            component,
+            "service_us",
+            float(sum(c.sum or 0 for c in latencies)),
+            counter=False,
+            per=float(sum(c.samples for c in latencies)),
+        )
