@@ -19,6 +19,7 @@ DUCK_TYPES = {
     pa.float64(): "DOUBLE",
     pa.timestamp("us"): "TIMESTAMP",
     pa.list_(pa.string()): "VARCHAR[]",
+    pa.bool_(): "BOOLEAN",
 }
 
 
@@ -184,3 +185,21 @@ def test_job_rows_merge_what_each_source_knows(tmp_path):
         8,
         "a",
     )
+
+
+def test_a_version_1_file_is_migrated_and_keeps_its_data(tmp_path):
+    import duckdb
+
+    from iolens.store.migrations import MIGRATIONS
+
+    path = tmp_path / "v1.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.execute(MIGRATIONS[0][1])
+    con.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    con.execute("INSERT INTO jobs (job_id, \"user\") VALUES ('7', 'alice')")
+    con.close()
+    with DuckDBStore(path) as store:
+        assert store.schema_version() == LATEST
+        assert store.query('SELECT "user" FROM jobs').to_pylist() == [{"user": "alice"}]
+        assert store.query("SELECT count(*) AS n FROM anomalies").to_pylist() == [{"n": 0}]

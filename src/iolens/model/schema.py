@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 #: Bumped whenever a table or column changes; the store migrates older files.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 TS = pa.timestamp("us")
 
@@ -196,6 +196,69 @@ INGESTED = pa.schema(
     ]
 )
 
+# --- diagnosis results (schema version 2) ---------------------------------------------
+
+# Component anomaly episodes (Beacon Table 2): a forwarder, OST, MDS or switch behaving
+# abnormally from `start` to `end` (`end` null while ongoing). `kind` is the detector's
+# verdict: slow_ost, slow_forwarder, metadata_storm, cache_thrashing, n1_interference,
+# low_bandwidth, ... `component_id` uses the topology's ids.
+ANOMALIES = pa.schema(
+    [
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("component_kind", pa.string(), nullable=False),
+        pa.field("component_id", pa.string(), nullable=False),
+        pa.field("start", TS, nullable=False),
+        pa.field("end", TS),
+        pa.field("severity", pa.string(), nullable=False),  # info | warning | critical
+        pa.field("evidence", pa.string()),  # JSON object
+        pa.field("detector", pa.string()),  # the analysis plug-in that found it
+        pa.field("created", TS),
+    ]
+)
+
+# Who hurt whom: the victim job lost about `delay_s` seconds of I/O time while the culprit
+# job's `feature` (n1, high_bw, high_iops, high_md) loaded the shared component.
+INTERFERENCE = pa.schema(
+    [
+        pa.field("victim", pa.string(), nullable=False),
+        pa.field("culprit", pa.string(), nullable=False),
+        pa.field("component_id", pa.string(), nullable=False),
+        pa.field("feature", pa.string(), nullable=False),
+        pa.field("start", TS),
+        pa.field("end", TS),
+        pa.field("delay_s", pa.float64(), nullable=False),
+        pa.field("score", pa.float64()),  # ranking within the victim, higher = surer
+        pa.field("evidence", pa.string()),  # JSON object
+        pa.field("created", TS),
+    ]
+)
+
+# I/O phases of a job, found on its bandwidth series (wavelet transform, IOSI/Beacon).
+JOB_PHASES = pa.schema(
+    [
+        pa.field("job_id", pa.string(), nullable=False),
+        pa.field("phase", pa.int32(), nullable=False),
+        pa.field("start", TS, nullable=False),
+        pa.field("end", TS, nullable=False),
+        pa.field("read_bytes", pa.int64()),
+        pa.field("write_bytes", pa.int64()),
+        pa.field("md_ops", pa.int64()),
+        pa.field("bw", pa.float64()),  # bytes/s over the phase
+        pa.field("anomalous", pa.bool_()),  # outlier against earlier runs (DBSCAN)
+    ]
+)
+
+# Alerts already sent, one row per (episode, channel): no repeats for an ongoing episode.
+ALERTS = pa.schema(
+    [
+        pa.field("episode", pa.string(), nullable=False),  # kind:component:start
+        pa.field("channel", pa.string(), nullable=False),  # email | webhook
+        pa.field("sent_at", TS, nullable=False),
+        pa.field("ok", pa.bool_(), nullable=False),
+        pa.field("detail", pa.string()),
+    ]
+)
+
 #: Every table of the store, by name.
 TABLES: dict[str, pa.Schema] = {
     "components": COMPONENTS,
@@ -208,4 +271,8 @@ TABLES: dict[str, pa.Schema] = {
     "findings": FINDINGS,
     "job_summaries": JOB_SUMMARIES,
     "ingested": INGESTED,
+    "anomalies": ANOMALIES,
+    "interference": INTERFERENCE,
+    "job_phases": JOB_PHASES,
+    "alerts": ALERTS,
 }

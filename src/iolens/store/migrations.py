@@ -47,6 +47,26 @@ MIGRATIONS: list[tuple[int, str]] = [
             key VARCHAR NOT NULL, source VARCHAR, rows BIGINT, loaded_at TIMESTAMP);
         """,
     ),
+    (
+        2,
+        """
+        CREATE TABLE anomalies (
+            kind VARCHAR NOT NULL, component_kind VARCHAR NOT NULL,
+            component_id VARCHAR NOT NULL, "start" TIMESTAMP NOT NULL, "end" TIMESTAMP,
+            severity VARCHAR NOT NULL, evidence VARCHAR, detector VARCHAR, created TIMESTAMP);
+        CREATE TABLE interference (
+            victim VARCHAR NOT NULL, culprit VARCHAR NOT NULL, component_id VARCHAR NOT NULL,
+            feature VARCHAR NOT NULL, "start" TIMESTAMP, "end" TIMESTAMP,
+            delay_s DOUBLE NOT NULL, score DOUBLE, evidence VARCHAR, created TIMESTAMP);
+        CREATE TABLE job_phases (
+            job_id VARCHAR NOT NULL, phase INTEGER NOT NULL, "start" TIMESTAMP NOT NULL,
+            "end" TIMESTAMP NOT NULL, read_bytes BIGINT, write_bytes BIGINT, md_ops BIGINT,
+            bw DOUBLE, anomalous BOOLEAN);
+        CREATE TABLE alerts (
+            episode VARCHAR NOT NULL, channel VARCHAR NOT NULL, sent_at TIMESTAMP NOT NULL,
+            ok BOOLEAN NOT NULL, detail VARCHAR);
+        """,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]
