@@ -64,3 +64,11 @@ def unanalyzed_jobs(store: Store) -> list[str]:
         .column("job_id")
         .to_pylist()
     )
+
+
+def analyze_all(store: Store, on_job: Callable[[str], None] | None = None) -> None:
+    """Everything: per-job reports and findings, then the component detectors."""
+    from iolens.analyze.components import analyze_components
+
+    analyze_jobs(store, on_job=on_job)
+    analyze_components(store)
