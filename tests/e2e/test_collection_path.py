@@ -31,7 +31,7 @@ from iolens.ship.transport import HttpTransport
 from iolens.store import DuckDBStore
 from iolens.tracefile import library_path
 from tests.collect.trees import build_root, grow
-from tests.serverproc import free_port, start_server
+from tests.loopback import free_port, start_server
 
 #: Which sources' fixture trees each agent's node is made of.
 NODES = {
@@ -107,14 +107,14 @@ def test_agents_to_a_server_that_dies_and_returns(tmp_path):
 
     ledger = Ledger()
     written = 0
-    server = start_server(db, port)
+    server = start_server(db, port, tmp_path / "server.log")
     try:
         for rnd in range(ROUNDS):
             if rnd == KILL_AT:
                 os.kill(server.pid, signal.SIGKILL)
                 server.wait()
             if rnd == RESTART_AT:
-                server = start_server(db, port)
+                server = start_server(db, port, tmp_path / "server.log")
             for host, (agent, shipper) in agents.items():
                 grow(agent.root, rnd + 1)
                 if host == "cn1":

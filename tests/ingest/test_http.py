@@ -14,7 +14,7 @@ from iolens.ship.shipper import Backoff, Shipper
 from iolens.ship.spool import DiskSpool
 from iolens.ship.transport import INGEST_PATH, HttpTransport
 from iolens.store import DuckDBStore
-from tests.serverproc import free_port, start_server
+from tests.loopback import free_port, start_server
 from tests.ship.helpers import samples_batch, totals
 
 
@@ -54,7 +54,7 @@ def test_bad_batch_is_refused_with_a_reason_and_good_ones_still_land(client):
 
 def test_server_killed_mid_stream_loses_and_duplicates_nothing(tmp_path):
     db, port = tmp_path / "s.duckdb", free_port()
-    server = start_server(db, port)
+    server = start_server(db, port, tmp_path / "server.log")
     transport = HttpTransport(f"http://127.0.0.1:{port}", token="t0k", timeout=5)
     shipper = Shipper(DiskSpool(tmp_path / "spool"), transport, Backoff(base=0.0, cap=0.0))
     sent = []
@@ -64,7 +64,7 @@ def test_server_killed_mid_stream_loses_and_duplicates_nothing(tmp_path):
                 os.kill(server.pid, signal.SIGKILL)
                 server.wait()
             if i == 30:
-                server = start_server(db, port)
+                server = start_server(db, port, tmp_path / "server.log")
             b = samples_batch(i)
             sent.append(b)
             shipper.submit(b)

@@ -1,4 +1,4 @@
-"""Run the per-job rules over jobs and keep their findings in the store."""
+"""Run the per-job analyses and rules over jobs and keep their results in the store."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from iolens.analyze import report as job_report
 from iolens.analyze.findings import JOB_RULES, Finding, findings_table
+from iolens.analyze.jobs import diagnose_jobs
 from iolens.model.schema import JOB_SUMMARIES
 from iolens.store.base import Store
 
@@ -19,7 +20,13 @@ def analyze_jobs(
     silenced: frozenset[str] = frozenset(),
     on_job: Callable[[str], None] | None = None,
 ) -> list[Finding]:
-    """Re-derive the findings of `job_ids` (all jobs by default), replacing older ones."""
+    """Re-derive the reports, phases, interference and findings of `job_ids` (all jobs by
+    default), replacing older ones.
+
+    Reports are built in bulk; the per-job diagnosis (phases, history, interference) needs
+    every report first, since interference weighs all overlapping jobs at once.
+    """
+    everything = job_ids is None
     if job_ids is None:
         job_ids = (
             store.query("SELECT job_id FROM jobs ORDER BY job_id").column("job_id").to_pylist()
@@ -29,8 +36,12 @@ def analyze_jobs(
     found: list[Finding] = []
     summaries: list[dict[str, object]] = []
     now = datetime.now(UTC).replace(tzinfo=None)
-    for job_id in job_ids:
-        rep = job_report.build(store, job_id)
+    reports = job_report.build_many(store, job_ids, with_series=True)
+    if reports:
+        diagnose_jobs(store, reports, everything)
+    for rep in reports:
+        job_id = rep.job_id
+        rep.series = None
         mine = [f for rule in rules if (f := rule.check(rep)) is not None]
         found += mine
         summary = {k: getattr(rep, k) for k in JOB_SUMMARIES.names if hasattr(rep, k)}

@@ -190,7 +190,8 @@ class Engine:
         t = 0
         limit = horizon * 4 + 3600
         retry = True  # placement is retried only when nodes were freed or jobs arrived
-        while (queue or running) and t < limit:
+        # Run at least to the horizon: faults planned late in the window must be in the data.
+        while (queue or running or t < horizon) and t < limit:
             # Start queued jobs in order, backfilling smaller ones that fit.
             waiting = [j for j in queue if j.submit <= t]
             if waiting and waiting[-1].submit == t:

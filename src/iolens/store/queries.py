@@ -47,7 +47,7 @@ def layer_bytes(store: Store, job_id: str) -> dict[str, dict[str, int]]:
     """Bytes and metadata ops attributed to the job at each server layer."""
     rows = store.query(
         "SELECT kind, sum(read_bytes) AS r, sum(write_bytes) AS w, sum(md_ops) AS md "
-        "FROM server_samples WHERE job_id = ? GROUP BY kind",
+        "FROM server_samples WHERE job_id = ? GROUP BY kind ORDER BY kind",
         [job_id],
     ).to_pylist()
     return {

@@ -6,6 +6,7 @@ from iolens.analyze.findings.iol002_single_ost_shared_file import SingleOstShare
 from iolens.analyze.findings.iol003_read_amplification import ReadAmplification
 from iolens.analyze.findings.iol004_small_io import SmallIO
 from iolens.analyze.findings.iol005_metadata_heavy import MetadataHeavy
+from iolens.analyze.findings.iol006_slower_than_history import SlowerThanHistory
 
 JOB_RULES: tuple[type[JobRule], ...] = (
     N1SharedFile,
@@ -13,6 +14,7 @@ JOB_RULES: tuple[type[JobRule], ...] = (
     ReadAmplification,
     SmallIO,
     MetadataHeavy,
+    SlowerThanHistory,
 )
 
 __all__ = ["JOB_RULES", "Finding", "JobRule", "findings_table"]

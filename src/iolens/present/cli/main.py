@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,7 +17,18 @@ from rich.table import Table
 
 from iolens import __version__
 from iolens.errors import IolensError
-from iolens.present.cli import agenting, render, serving, tracing
+from iolens.present.cli import (
+    agenting,
+    diagnosis,
+    importing,
+    jobdiag,
+    remote,
+    render,
+    scheduler,
+    serving,
+    system,
+    tracing,
+)
 from iolens.present.cli.app import (
     DbOption,
     JsonOption,
@@ -29,6 +39,7 @@ from iolens.present.cli.app import (
     out,
     progress,
 )
+from iolens.present.cli.remote import ServerOption, TokenOption
 
 
 def run_simulation(
@@ -98,81 +109,64 @@ def simulate(
 
 
 # -- queries --------------------------------------------------------------------------------
-def _job_json(row: dict[str, Any]) -> dict[str, Any]:
-    keys = (
-        "job_id",
-        "user",
-        "app",
-        "start",
-        "end",
-        "state",
-        "io_mode",
-        "nprocs",
-        "read_bytes",
-        "write_bytes",
-        "read_bw_avg",
-        "write_bw_avg",
-        "md_ops",
-        "findings",
-    )
-    return {"nodes": len(row.get("nodes") or []), **{k: row.get(k) for k in keys}}
+# Each reads the store (--db) or asks a running `iolens serve` (--server) for the same JSON
+# (`iolens.present.views`); the human output is drawn from that JSON either way.
 
 
 @app.command()
 def jobs(
+    ctx: typer.Context,
     db: DbOption = None,
     user: Annotated[str | None, typer.Option(help="Only this user's jobs.")] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="At most this many jobs.")] = None,
+    server: ServerOption = None,
+    token: TokenOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """List jobs with their I/O mode and volumes."""
-    from iolens.store import queries
+    from iolens.present import views
 
-    with open_db(db) as store:
-        ensure_analyzed(store)
-        rows = queries.jobs(store, user=user, limit=limit)
-    if as_json:
-        print(render.to_json([_job_json(r) for r in rows]))
+    if server and remote.use_server(ctx, db, server):
+        rows = remote.get(server, token, "/api/v1/jobs", {"user": user, "limit": limit})
     else:
-        out.print(render.jobs_table(rows))
+        with open_db(db) as store:
+            ensure_analyzed(store)
+            rows = views.jobs(store, user=user, limit=limit)
+    if as_json:
+        print(render.to_json(rows))
+    else:
+        out.print(render.jobs_table(views.table_rows(rows)))
 
 
 @app.command()
 def job(
+    ctx: typer.Context,
     job_id: Annotated[str, typer.Argument(help="Scheduler job id.")],
     db: DbOption = None,
+    server: ServerOption = None,
+    token: TokenOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Per-job I/O report across compute, forwarding, OST and metadata layers."""
-    from iolens.analyze import report
+    from urllib.parse import quote
 
-    with open_db(db) as store:
-        ensure_analyzed(store)
-        rep = report.build(store, job_id).to_dict()
+    from iolens.present import views
+
+    if server and remote.use_server(ctx, db, server):
+        rep = remote.get(server, token, f"/api/v1/jobs/{quote(job_id, safe='')}")
+    else:
+        with open_db(db) as store:
+            ensure_analyzed(store)
+            rep = views.job(store, job_id)
     if as_json:
         print(render.to_json(rep))
     else:
         out.print(render.job_report(rep))
 
 
-def _since(value: str | None) -> datetime | None:
-    """ISO time (UTC) or a span back from the newest sample: 30s, 15m, 2h, 7d."""
-    if value is None:
-        return None
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-    if value[-1:] in units and value[:-1].replace(".", "", 1).isdigit():
-        return datetime.now(UTC).replace(tzinfo=None) - timedelta(
-            seconds=float(value[:-1]) * units[value[-1]]
-        )
-    try:
-        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise typer.BadParameter(f"{value!r} is neither an ISO time nor a span like 2h") from None
-    return t.astimezone(UTC).replace(tzinfo=None) if t.tzinfo else t
-
-
 @app.command()
 def series(
+    ctx: typer.Context,
     db: DbOption = None,
     kind: Annotated[
         str | None, typer.Option(help="Component kind: ost, mdt, oss, forwarder, ib_port, node...")
@@ -181,13 +175,23 @@ def series(
     metric: Annotated[str | None, typer.Option(help="Metric name.")] = None,
     since: Annotated[str | None, typer.Option(help="ISO time, or a span like 2h.")] = None,
     limit: Annotated[int, typer.Option(min=1, help="At most this many samples.")] = 10_000,
+    server: ServerOption = None,
+    token: TokenOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Stored server-side samples, one value per line."""
-    from iolens.store import queries
+    from iolens.present import views
 
-    with open_db(db) as store:
-        rows = queries.series(store, kind, component, metric, _since(since), limit)
+    try:
+        views.parse_since(since)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--since'") from None
+    if server and remote.use_server(ctx, db, server):
+        params = {"kind": kind, "component": component, "metric": metric, "since": since}
+        rows = remote.get(server, token, "/api/v1/series", {**params, "limit": limit})
+    else:
+        with open_db(db) as store:
+            rows = views.series(store, kind, component, metric, since, limit)
     if as_json:
         print(render.to_json(rows))
         return
@@ -195,12 +199,9 @@ def series(
     for col in ("time", "kind", "component", "metric", "value"):
         table.add_column(col, justify="right" if col == "value" else "left", no_wrap=True)
     for r in rows:
+        value = float("nan") if r["value"] is None else r["value"]  # JSON has no NaN
         table.add_row(
-            render.human_time(r["time"]),
-            r["kind"],
-            r["component"],
-            r["metric"],
-            f"{r['value']:,.6g}",
+            render.human_time(r["time"]), r["kind"], r["component"], r["metric"], f"{value:,.6g}"
         )
     out.print(table)
 
@@ -211,28 +212,51 @@ def analyze(
         list[str] | None, typer.Argument(help="Jobs to analyse [default: all].")
     ] = None,
     db: DbOption = None,
+    since: Annotated[
+        str | None,
+        typer.Option(help="Jobs ended since T, components over [T, now]: ISO time or span (2h)."),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Re-run the analyses and findings rules."""
+    """Re-run the analyses: findings rules of jobs, then the component detectors (what
+    `iolens serve` does as jobs end and every hour)."""
+    from iolens.analyze.components import analyze_components
     from iolens.analyze.pipeline import analyze_jobs
+    from iolens.present import views
+    from iolens.present.scheduling import analyze_since
     from iolens.store import queries
 
+    if since is not None and job_ids:
+        raise typer.BadParameter("give job ids or --since, not both", param_hint="'--since'")
+    try:
+        start = views.parse_since(since)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--since'") from None
+    episodes: int | None = None
     with open_db(db) as store:
-        ids = job_ids or None
-        for j in ids or []:
-            queries.job(store, j)  # unknown ids fail early, by name
-        with progress() as bar:
-            task = bar.add_task("analysing jobs", total=len(ids) if ids else None)
-            found = analyze_jobs(store, ids, on_job=lambda _j: bar.advance(task))
+        if start is not None:
+            done = analyze_since(store, start)
+            found, episodes, analysed = done["findings"], done["anomalies"], len(done["jobs"])
+        else:
+            ids = job_ids or None
+            for j in ids or []:
+                queries.job(store, j)  # unknown ids fail early, by name
+            with progress() as bar:
+                task = bar.add_task("analysing jobs", total=len(ids) if ids else None)
+                found = analyze_jobs(store, ids, on_job=lambda _j: bar.advance(task))
+            analysed = len(ids) if ids else len(queries.jobs(store))
+            if not ids:
+                episodes = analyze_components(store)
     counts: dict[str, int] = {}
     for f in found:
         counts[f.code] = counts.get(f.code, 0) + 1
     if as_json:
-        print(render.to_json({"findings": counts}))
+        print(render.to_json({"jobs": analysed, "findings": counts, "anomalies": episodes}))
     else:
         out.print(
-            f"{len(found)} findings: "
+            f"{analysed} job(s), {len(found)} findings: "
             + (", ".join(f"{k} x{v}" for k, v in sorted(counts.items())) or "none")
+            + ("" if episodes is None else f"; {episodes} component anomaly episode(s)")
         )
 
 
@@ -259,9 +283,15 @@ def version() -> None:
 
 app.command(context_settings={"allow_interspersed_args": False})(tracing.trace)
 app.add_typer(tracing.import_app, name="import")
+tracing.import_app.command("sacct")(scheduler.import_sacct)
+app.add_typer(scheduler.hook_app, name="hook")
+tracing.import_app.command("lustre")(importing.import_lustre)
 app.command()(serving.serve)
+app.command()(diagnosis.anomalies)
+app.command()(jobdiag.interference)
 app.command()(agenting.agent)
 app.add_typer(agenting.config_app, name="config")
+system.register(app)
 
 
 def main() -> None:

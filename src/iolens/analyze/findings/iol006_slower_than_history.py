@@ -1,0 +1,50 @@
+"""IOL006: I/O phases slower than earlier runs of the same application at the same scale."""
+
+from __future__ import annotations
+
+from iolens.analyze.findings.base import Finding, JobRule
+from iolens.analyze.report import JobReport
+
+
+class SlowerThanHistory(JobRule):
+    """I/O phases unlike every earlier run of the same application at the same scale.
+
+    Symptom: DBSCAN over (duration, volume) of I/O phases puts some of this run's phases
+    outside every cluster its earlier runs (same app, same node and process count) form,
+    most often because they took much longer for the same volume.
+    Why it hurts: the job waited for I/O that usually goes faster; when neighbours that
+    shared its forwarding nodes or OSTs had interference-prone features (N-1 I/O, a high
+    metadata rate, high bandwidth or IOPS) they are the likely cause, and the same clash
+    will recur whenever the jobs meet again (Beacon Appendix B).
+    What to do: check the named culprits with `iolens interference JOB_ID`; if a neighbour
+    caused it, ask the site to place the jobs behind different forwarders, or run the I/O
+    phases at another time; if no neighbour explains it, report the slow phase windows to
+    the administrators (a degraded OST or forwarder looks the same from the job's side).
+    """
+
+    code = "IOL006"
+    name = "slower-than-history"
+
+    def check(self, report: JobReport) -> Finding | None:
+        h = report.history
+        if not h or not h.get("anomalous_phases"):
+            return None
+        culprits = h.get("culprits", [])
+        if culprits:
+            top = culprits[0]
+            advice = (
+                f"job {top['job_id']} ({top['feature']}) cost this job about "
+                f"{top['delay_s']:.0f} s of I/O on {top['component']}; see "
+                f"`iolens interference {report.job_id}` and avoid sharing forwarders with it."
+            )
+        else:
+            advice = (
+                "no neighbour explains the slowdown; report the slow phase windows to the "
+                "administrators (a degraded OST or forwarder looks the same)."
+            )
+        slowest = max(h["anomalous_phases"], key=lambda p: p.get("slowdown") or 0.0)
+        if slowest.get("slowdown"):
+            advice = (
+                f"phase {slowest['phase']} ran {slowest['slowdown']:.1f}x its usual time; " + advice
+            )
+        return self.finding(report, h, advice)

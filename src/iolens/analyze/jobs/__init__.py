@@ -1,0 +1,171 @@
+"""Per-job diagnosis after the reports: I/O phases, history anomalies, interference.
+
+Order matters: phases come from each job's own bandwidth series; the history check needs
+the phases of earlier runs of the same application; interference needs every overlapping
+job's load at once, so it runs over the analysed time span in one pass; and the history
+finding (IOL006) then quotes the neighbours and culprits of the slow phases.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from iolens.analyze.jobs import history, interference, phases
+from iolens.analyze.jobs.neighbours import neighbours
+from iolens.analyze.jobs.usage import EVERYTHING, Span
+from iolens.analyze.report import JobReport
+from iolens.store.base import Store
+
+MAX_NEIGHBOURS = 10
+
+
+def _detect(rep: JobReport, spans: list[tuple[float, float]]) -> list[phases.Phase]:
+    s = rep.series
+    if s is None or len(s.read) == 0:
+        return []
+    return phases.merge_within(phases.detect(s.origin, s.read, s.write, s.md), spans)
+
+
+def _history_runs(
+    store: Store, reports: list[JobReport], found: dict[str, list[phases.Phase]]
+) -> dict[tuple[Any, ...], list[history.Run]]:
+    """Runs per (app, processes, nodes): stored phases of other jobs plus the new ones."""
+    groups: dict[tuple[Any, ...], list[history.Run]] = defaultdict(list)
+    mine = {r.job_id for r in reports}
+    for r in reports:
+        if r.start is None:
+            continue
+        pts = [history.PhasePoint(p.duration, p.nbytes or p.md_ops) for p in found[r.job_id]]
+        groups[(r.app, r.nprocs, r.nodes)].append(history.Run(r.job_id, r.start.timestamp(), pts))
+    keys = pa.table(
+        {
+            "app": [k[0] for k in groups],
+            "nprocs": pa.array([k[1] for k in groups], pa.int32()),
+            "nnodes": pa.array([k[2] for k in groups], pa.int64()),
+        }
+    )
+    store.register("_iolens_groups", keys)
+    try:
+        rows = store.query(
+            "SELECT j.job_id, j.app, j.nprocs, len(j.nodes) AS nnodes, epoch(j.start) AS t, "
+            'epoch(p."end") - epoch(p.start) AS d, '
+            "coalesce(p.read_bytes, 0) + coalesce(p.write_bytes, 0) AS v, p.md_ops AS md "
+            "FROM job_phases p JOIN jobs j USING (job_id) "
+            "JOIN _iolens_groups g ON g.app = j.app AND g.nprocs = j.nprocs "
+            "AND g.nnodes = len(j.nodes) ORDER BY j.job_id, p.phase"
+        ).to_pylist()
+    finally:
+        store.unregister("_iolens_groups")
+    stored: dict[str, history.Run] = {}
+    for row in rows:
+        if row["job_id"] in mine:
+            continue
+        run = stored.get(row["job_id"])
+        if run is None:
+            run = stored[row["job_id"]] = history.Run(row["job_id"], row["t"], [])
+            groups[(row["app"], row["nprocs"], row["nnodes"])].append(run)
+        run.phases.append(history.PhasePoint(row["d"], row["v"] or row["md"] or 0))
+    return groups
+
+
+def _slowdown(p: phases.Phase, runs: list[history.Run], job_id: str) -> float | None:
+    """Duration over the median duration of earlier phases of about the same volume."""
+    vol = p.nbytes or p.md_ops
+    alike = [
+        q.duration
+        for r in runs
+        if r.job_id != job_id and r.start < p.start
+        for q in r.phases
+        if vol / 1.6 <= q.volume <= vol * 1.6
+    ]
+    return round(p.duration / float(np.median(alike)), 2) if alike else None
+
+
+def diagnose_jobs(store: Store, reports: list[JobReport], everything: bool) -> None:
+    """Interference, phases and history anomalies of `reports`, stored; sets `rep.history`.
+
+    Interference runs first: its bursts (open..close spans) also join the wavelet phases
+    that a throttled phase broke apart.
+    """
+    # Interference over the span of the analysed jobs (culprits may be any job).
+    if everything:
+        span = EVERYTHING
+    else:
+        starts = [r.start.timestamp() for r in reports if r.start]
+        ends = [r.end.timestamp() for r in reports if r.end]
+        span = Span(min(starts), max(ends) + 1) if starts and ends else EVERYTHING
+    n1 = set(
+        store.query("SELECT job_id FROM job_summaries WHERE io_mode = 'N-1'")
+        .column("job_id")
+        .to_pylist()
+    )
+    n1 = (n1 - {r.job_id for r in reports}) | {r.job_id for r in reports if r.io_mode == "N-1"}
+    diag = interference.diagnose(store, span, n1)
+    interference.store_diagnosis(store, diag, [r.job_id for r in reports], span)
+
+    found = {
+        r.job_id: _detect(r, [(b.start, b.end) for b in diag.bursts.get(r.job_id, [])])
+        for r in reports
+    }
+    groups = _history_runs(store, reports, found)
+    anomalous: dict[str, list[bool]] = {}
+    for runs in groups.values():
+        verdict = history.judge(runs)
+        anomalous.update({j: v for j, v in verdict.items() if j in found})
+    ids = pa.table({"job_id": pa.array(list(found), pa.string())})
+    store.register("_iolens_phase_jobs", ids)
+    try:
+        with store.transaction():
+            store.execute(
+                "DELETE FROM job_phases WHERE job_id IN (SELECT job_id FROM _iolens_phase_jobs)"
+            )
+            store.append("job_phases", phases.phases_table(found, anomalous))
+    finally:
+        store.unregister("_iolens_phase_jobs")
+
+    by_victim: dict[str, list[interference.Contribution]] = defaultdict(list)
+    for p in diag.pairs:
+        by_victim[p.victim].append(p)
+    key_of = {r.job_id: (r.app, r.nprocs, r.nodes) for r in reports}
+    for rep in reports:
+        flags = anomalous.get(rep.job_id, [])
+        slow = [
+            (i, p) for i, (p, bad) in enumerate(zip(found[rep.job_id], flags, strict=True)) if bad
+        ]
+        if not slow:
+            continue
+        runs = groups.get(key_of[rep.job_id], [])
+        culprits: dict[str, dict[str, Any]] = {}
+        for c in sorted(by_victim.get(rep.job_id, []), key=lambda c: -c.delay_s):
+            e = culprits.setdefault(
+                c.culprit,
+                {
+                    "job_id": c.culprit,
+                    "component": c.component,
+                    "feature": c.feature,
+                    "delay_s": 0.0,
+                },
+            )
+            e["delay_s"] = round(e["delay_s"] + c.delay_s, 1)
+        near = neighbours(diag.bursts, rep.job_id, [(p.start, p.end) for _, p in slow])
+        rep.history = {
+            "anomalous_phases": [
+                {
+                    "phase": i,
+                    "start": phases._ts(p.start).isoformat() + "Z",
+                    "duration_s": round(p.duration, 1),
+                    "bytes": p.nbytes,
+                    "slowdown": _slowdown(p, runs, rep.job_id),
+                }
+                for i, p in slow
+            ],
+            "earlier_runs": sum(
+                1 for r in runs if r.job_id != rep.job_id and r.start < rep.start.timestamp()
+            ),
+            "culprits": sorted(culprits.values(), key=lambda e: -e["delay_s"]),
+            "neighbours": [n.to_dict() for n in near[:MAX_NEIGHBOURS]],
+        }

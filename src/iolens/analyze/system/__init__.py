@@ -1,0 +1,39 @@
+"""System views: how the machine as a whole is loaded, not one job (Beacon 4.1-4.4, the
+K computer's log analysis).
+
+One module per view, each a pure function over the store (SQL aggregation in DuckDB)
+returning plain dataclasses; `to_plain` turns any of them into JSON-ready dicts.
+
+- `load`: per-hour peak load of forwarders, OSTs and the MDS, level shares, imbalance
+- `mds`: MDS load over time, split into jobs and other clients
+- `network`: switch traffic histogram and imbalance; port R_BW and T_wait^max
+- `oss`: OSS request statistics (queue depth, wait, active threads) over time
+- `heatmap`: one job's bytes per OST and time bin
+"""
+
+from __future__ import annotations
+
+from iolens.analyze.system._common import to_plain
+from iolens.analyze.system.heatmap import Heatmap, ost_heatmap
+from iolens.analyze.system.load import KindLoad, hourly_load, imbalance, level_of
+from iolens.analyze.system.mds import MdsView, mds_load
+from iolens.analyze.system.network import interconnect, job_interconnect, switch_traffic
+from iolens.analyze.system.oss import OssView, job_oss_requests, oss_requests
+
+__all__ = [
+    "Heatmap",
+    "KindLoad",
+    "MdsView",
+    "OssView",
+    "hourly_load",
+    "imbalance",
+    "interconnect",
+    "job_interconnect",
+    "job_oss_requests",
+    "level_of",
+    "mds_load",
+    "oss_requests",
+    "ost_heatmap",
+    "switch_traffic",
+    "to_plain",
+]

@@ -1,0 +1,117 @@
+"""What the query commands show, as JSON-ready objects: shared by the CLI and the HTTP API.
+
+`iolens jobs --json` and `GET /api/v1/jobs` must print the same thing, so both call these
+functions and serialise with `render.to_json`; the CLI's human tables are drawn from the
+same objects, whichever side computed them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from iolens.store.base import Store
+
+_JOB_KEYS = (
+    "job_id",
+    "user",
+    "app",
+    "start",
+    "end",
+    "state",
+    "io_mode",
+    "nprocs",
+    "read_bytes",
+    "write_bytes",
+    "read_bw_avg",
+    "write_bw_avg",
+    "md_ops",
+    "findings",
+)
+_SPAN_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+# Along the I/O path, as the report reads.
+_LAYER_ORDER = ("compute", "forwarder", "ost", "mds")
+
+
+def pending_analysis(store: Store) -> list[str]:
+    """Jobs the listings would analyse first (their summaries are missing)."""
+    from iolens.analyze.pipeline import unanalyzed_jobs
+
+    return unanalyzed_jobs(store)
+
+
+def job_row(row: dict[str, Any]) -> dict[str, Any]:
+    """One `iolens jobs --json` entry from a `queries.jobs` row (nodes become a count)."""
+    return {"nodes": len(row.get("nodes") or []), **{k: row.get(k) for k in _JOB_KEYS}}
+
+
+def jobs(store: Store, user: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    """`iolens jobs --json`: jobs in start order with their cached summary figures."""
+    from iolens.store import queries
+
+    return [job_row(r) for r in queries.jobs(store, user=user, limit=limit)]
+
+
+def job(store: Store, job_id: str) -> dict[str, Any]:
+    """`iolens job ID --json`: the per-job report; NotFound for an unknown job."""
+    from iolens.analyze import report
+
+    rep = report.build(store, job_id).to_dict()
+    # Server layers come from a GROUP BY in no particular order: fix it, so the same job
+    # prints the same JSON every time (and the same from --db and --server).
+    order = {name: i for i, name in enumerate(_LAYER_ORDER)}
+    rep["layers"] = dict(
+        sorted(rep["layers"].items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
+    )
+    return rep
+
+
+def parse_since(value: str | None, now: datetime | None = None) -> datetime | None:
+    """ISO time (UTC unless it has an offset) or a span back from now: 30s, 15m, 2h, 7d.
+
+    Naive UTC out, as stored; ValueError names the bad value.
+    """
+    if value is None:
+        return None
+    if value[-1:] in _SPAN_UNITS and value[:-1].replace(".", "", 1).isdigit():
+        now = now or datetime.now(UTC).replace(tzinfo=None)
+        return now - timedelta(seconds=float(value[:-1]) * _SPAN_UNITS[value[-1]])
+    try:
+        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"{value!r} is neither an ISO time nor a span like 2h") from None
+    return t.astimezone(UTC).replace(tzinfo=None) if t.tzinfo else t
+
+
+def series(
+    store: Store,
+    kind: str | None = None,
+    component: str | None = None,
+    metric: str | None = None,
+    since: str | None = None,
+    limit: int = 10_000,
+) -> list[dict[str, Any]]:
+    """`iolens series --json`: server-side samples in long form, oldest first."""
+    from iolens.store import queries
+
+    return queries.series(store, kind, component, metric, parse_since(since), limit)
+
+
+def table_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`jobs` entries (as computed, or as parsed back from JSON) in the shape the human
+    table reads: datetimes for start/end, and a node list of the right length."""
+    return [
+        {
+            **r,
+            "start": _time(r.get("start")),
+            "end": _time(r.get("end")),
+            "nodes": [""] * int(r.get("nodes") or 0),  # the table shows only the count
+        }
+        for r in rows
+    ]
+
+
+def _time(t: datetime | str | None) -> datetime | None:
+    if isinstance(t, str):
+        return datetime.fromisoformat(t.replace("Z", "+00:00")).replace(tzinfo=None)
+    return t

@@ -1,0 +1,303 @@
+"""System views on the seeded simulation (checked against independent SQL and the injected
+faults) and on small hand-made stores whose answers are known."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from datetime import datetime, timedelta
+
+import pyarrow as pa
+import pytest
+
+from iolens.analyze.system import (
+    hourly_load,
+    imbalance,
+    interconnect,
+    level_of,
+    mds_load,
+    oss_requests,
+    ost_heatmap,
+    switch_traffic,
+    to_plain,
+)
+from iolens.analyze.system.summary import load_summary
+from iolens.errors import NotFound
+from iolens.model.schema import COMPONENTS, METRICS, SERVER_SAMPLES
+from iolens.present.cli.render import to_json
+from iolens.store import DuckDBStore
+
+KINDS = ("forwarder", "ost", "mds")
+
+
+def _t(s: str) -> datetime:
+    return datetime.fromisoformat(s.replace("Z", ""))
+
+
+@pytest.fixture(scope="module")
+def sim(sim_db):
+    with sim_db.store() as store:
+        yield store, sim_db.truth
+
+
+# -- load levels ----------------------------------------------------------------------------
+LEVEL_CASES = [(1.5, "high"), (0.91, "high"), (0.9, "mid"), (0.5, "mid"), (0.49, "low")]
+LEVEL_CASES += [(0.1, "low"), (0.099, "idle"), (0.0, "idle")]
+
+
+@pytest.mark.parametrize("load,level", LEVEL_CASES)
+def test_level_boundaries_follow_beacon(load, level):
+    assert level_of(load) == level
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_shares_sum_to_one_and_cells_cover_every_component_hour(sim, kind):
+    store, _ = sim
+    load = hourly_load(store, kind)
+    assert load.cells, kind
+    assert sum(load.shares.values()) == pytest.approx(1.0)
+    assert sum(load.counts.values()) == len(load.cells)
+    sample_kinds = "('mds', 'mdt')" if kind == "mds" else f"('{kind}')"
+    cells = store.query(
+        "SELECT count(*) AS n FROM (SELECT DISTINCT component_id, "
+        "date_trunc('hour', ts - INTERVAL '1 microsecond') FROM server_samples "
+        f"WHERE job_id IS NULL AND kind IN {sample_kinds})"
+    ).to_pylist()[0]["n"]
+    assert len(load.cells) == cells
+    for c in load.cells:
+        assert c.level == level_of(c.load)
+    for comp in load.components:
+        assert sum(comp.hours.values()) <= len(load.hours)
+        assert comp.capacity_source == "benchmark"  # the simulator benchmarks all three
+
+
+def test_forwarder_peak_equals_an_independent_max(sim):
+    store, _ = sim
+    raw = hourly_load(store, "forwarder", resolution_s=0)
+    expect = {
+        r["component_id"]: r["m"]
+        for r in store.query(
+            "SELECT component_id, max((read_bytes + write_bytes) / interval_s) AS m "
+            "FROM server_samples WHERE kind = 'forwarder' AND job_id IS NULL GROUP BY ALL"
+        ).to_pylist()
+    }
+    assert {c.component_id: c.peak for c in raw.components} == pytest.approx(expect)
+    # The default peak is of one-minute means: recompute them in Python from the raw rows.
+    rows = store.query(
+        "SELECT component_id, epoch_us(ts) AS us, read_bytes + write_bytes AS b, interval_s "
+        "FROM server_samples WHERE kind = 'forwarder' AND job_id IS NULL"
+    ).to_pylist()
+    sums: dict[tuple[str, int], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for r in rows:
+        acc = sums[(r["component_id"], (r["us"] - 1) // 60_000_000)]
+        acc[0] += r["b"]
+        acc[1] += r["interval_s"]
+    minute = defaultdict(float)
+    for (cid, _m), (b, secs) in sums.items():
+        minute[cid] = max(minute[cid], b / secs)
+    smooth = hourly_load(store, "forwarder")
+    assert {c.component_id: c.peak for c in smooth.components} == pytest.approx(dict(minute))
+    for c in smooth.components:
+        assert c.peak_load == pytest.approx(c.peak / 2.5e9)
+        assert c.peak <= expect[c.component_id]
+
+
+def test_window_keeps_only_its_hours(sim):
+    store, _ = sim
+    full = hourly_load(store, "ost")
+    first = full.hours[0]
+    one = hourly_load(store, "ost", first, first + timedelta(hours=1))
+    assert one.hours == [first]
+    assert {(c.component_id, c.peak) for c in one.cells} == {
+        (c.component_id, c.peak) for c in full.cells if c.hour == first
+    }
+
+
+def _samples(rows: list[dict]) -> pa.Table:
+    base = {n: None for n in SERVER_SAMPLES.names}
+    return pa.Table.from_pylist([{**base, **r} for r in rows], schema=SERVER_SAMPLES)
+
+
+def test_imbalance_finds_an_idle_forwarder_next_to_a_saturated_one(tmp_path):
+    t0 = datetime(2025, 1, 1, 10, 0, 0)
+    rows = []
+    # hour 10: fa at 95 % of 1 GB/s, fb at 5 %; hour 11: both at 60 %.
+    for minute in range(60):
+        ts = t0 + timedelta(minutes=minute + 1)
+        for cid, bw in (("fa", 0.95e9), ("fb", 0.05e9)):
+            rows.append(
+                dict(
+                    ts=ts,
+                    interval_s=60.0,
+                    kind="forwarder",
+                    component_id=cid,
+                    read_bytes=int(bw * 60),
+                    write_bytes=0,
+                )
+            )
+        for cid in ("fa", "fb"):
+            rows.append(
+                dict(
+                    ts=ts + timedelta(hours=1),
+                    interval_s=60.0,
+                    kind="forwarder",
+                    component_id=cid,
+                    read_bytes=0,
+                    write_bytes=int(0.6e9 * 60),
+                )
+            )
+    comps = pa.Table.from_pylist(
+        [{"component_id": "fa", "kind": "forwarder", "peak_bw": 1e9},
+         {"component_id": "fb", "kind": "forwarder", "peak_bw": None}],
+        schema=COMPONENTS,
+    )  # fmt: skip
+    with DuckDBStore(tmp_path / "s.duckdb") as store:
+        store.append("components", comps)
+        store.append("server_samples", _samples(rows))
+        load = hourly_load(store, "forwarder")
+        imb = imbalance(load)
+    cells = {(c.component_id, c.hour.hour): c for c in load.cells}
+    assert cells[("fa", 10)].level == "high" and cells[("fb", 10)].level == "idle"
+    assert cells[("fa", 11)].level == "mid"
+    # fb has no benchmark: it is measured against the kind's highest rate (fa's 0.95 GB/s).
+    fb = next(c for c in load.components if c.component_id == "fb")
+    assert fb.capacity_source == "observed" and fb.capacity == pytest.approx(0.95e9)
+    assert cells[("fb", 11)].load == pytest.approx(0.6 / 0.95)
+    assert (imb.hours, imb.idle_next_to_saturated, imb.share) == (2, 1, 0.5)
+    assert imb.by_hour[0].high == ["fa"] and imb.by_hour[0].idle == ["fb"]
+    assert load.shares == {"high": 0.25, "mid": 0.5, "low": 0.0, "idle": 0.25}
+
+
+# -- MDS -----------------------------------------------------------------------------------
+def test_mds_split_adds_up_and_the_storm_is_not_jobs(sim):
+    store, truth = sim
+    (storm,) = [f for f in truth["faults"] if f["kind"] == "metadata_storm"]
+    s0, s1 = _t(storm["start"]), _t(storm["end"])
+    total = store.query(
+        "SELECT sum(md_ops) AS n FROM server_samples WHERE kind = 'mds' AND job_id IS NULL"
+    ).to_pylist()[0]["n"]
+    jobs = store.query(
+        "SELECT sum(md_ops) AS n FROM server_samples WHERE kind = 'mds' AND job_id IS NOT NULL"
+    ).to_pylist()[0]["n"]
+    hourly = mds_load(store)
+    assert hourly.total_ops == total and hourly.job_ops == jobs
+    assert hourly.job_ops + hourly.other_ops == hourly.total_ops
+    assert hourly.capacity == 40_000 and hourly.capacity_source == "benchmark"
+    for b in hourly.bins:
+        assert b.job_ops + b.other_ops == b.total_ops
+    storm_hour = next(b for b in hourly.bins if b.start <= s0 < b.start + timedelta(hours=1))
+    assert storm_hour.other_share > 0.9  # login01's storm dwarfs the jobs' metadata
+    fine = mds_load(store, bin_s=600)
+    assert sum(b.total_ops for b in fine.bins) == total
+    for b in fine.bins:
+        end = b.start + timedelta(seconds=600)
+        if end <= s0 or b.start >= s1:  # no storm: every metadata op is a job's
+            assert b.other_ops == 0, b
+        elif s0 <= b.start and end <= s1:
+            assert b.other_share > 0.95, b
+            assert b.peak_load > 0.9
+    assert fine.time_above_75 is not None and fine.time_above_75 > 0
+    assert sum(fine.load_levels.values()) == pytest.approx(1.0)
+    assert hourly.top_jobs and hourly.top_jobs[0]["ops"] >= hourly.top_jobs[-1]["ops"]
+
+
+# -- network -------------------------------------------------------------------------------
+def test_switch_histogram_and_imbalance(sim):
+    store, _ = sim
+    view = switch_traffic(store)
+    per = {
+        r["component_id"]: int(r["b"])
+        for r in store.query(
+            "SELECT component_id, sum(read_bytes + write_bytes) AS b FROM server_samples "
+            "WHERE kind = 'switch' AND job_id IS NULL GROUP BY ALL"
+        ).to_pylist()
+    }
+    assert {s.component_id: s.bytes for s in view.switches} == per
+    assert sum(b.switches for b in view.histogram) == len(per) == 4
+    assert len(view.histogram) == 5 and view.histogram[-1].high == max(per.values())
+    assert view.max_over_mean == pytest.approx(max(per.values()) / (sum(per.values()) / 4))
+    assert all(s.r_bw is None for s in view.switches)  # no switch benchmark in the simulator
+
+
+def test_interconnect_rbw_and_twait(tmp_path):
+    t0 = datetime(2025, 1, 1, 0, 0, 0)
+    rows = []
+    for i, (tx, rx, wait) in enumerate([(1e9, 2e9, 10.0), (6.25e9, 1e9, 500.0), (0.0, 0.0, 0.0)]):
+        ts = t0 + timedelta(seconds=10 * (i + 1))
+        for port, scale in (("fwd1:mlx5_0:1", 1.0), ("cn1:mlx5_0:1", 0.5)):
+            for metric, value in (("tx_bytes", tx), ("rx_bytes", rx), ("port_xmit_wait", wait)):
+                rows.append((ts, 10.0, port, metric, value * scale))
+            rows.append((ts, None, port, "rate_gbps", 100.0))
+    table = pa.Table.from_pylist(
+        [
+            {"ts": ts, "interval_s": iv, "kind": "ib_port", "component_id": c, "job_id": None,
+             "metric": m, "value": v}
+            for ts, iv, c, m, v in rows
+        ],
+        schema=METRICS,
+    )  # fmt: skip
+    with DuckDBStore(tmp_path / "n.duckdb") as store:
+        store.append("metrics", table)
+        ports = {p.component_id: p for p in interconnect(store, tick_ns=4.0)}
+        only = interconnect(store, hosts=["cn1"])
+    fwd = ports["fwd1:mlx5_0:1"]
+    assert fwd.r_bw == pytest.approx(6.25e9 / 12.5e9)  # 100 Gb/s = 12.5 GB/s
+    assert fwd.tx_bytes == pytest.approx(10 * (1e9 + 6.25e9))
+    assert fwd.xmit_wait_max == pytest.approx(5000.0)  # 500 ticks/s over 10 s
+    assert fwd.t_wait_max_s == pytest.approx(5000 * 4e-9)
+    assert ports["cn1:mlx5_0:1"].r_bw == pytest.approx(0.25)
+    assert [p.component_id for p in only] == ["cn1:mlx5_0:1"] and only[0].t_wait_max_s is None
+
+
+# -- OSS request statistics ------------------------------------------------------------------
+def test_oss_request_statistics_match_weighted_means(sim):
+    store, _ = sim
+    view = oss_requests(store, bin_s=600)
+    assert {s.component_id for s in view.servers} == {"oss01", "oss02", "oss03", "oss04"}
+    ref = store.query(
+        "SELECT component_id, sum(queue_len * interval_s) / sum(interval_s) AS q, "
+        "max(wait_us) AS w, avg(active_threads) AS a FROM server_samples "
+        "WHERE kind = 'oss' AND job_id IS NULL GROUP BY ALL"
+    ).to_pylist()
+    for r in ref:
+        s = next(x for x in view.servers if x.component_id == r["component_id"])
+        assert s.queue_len_mean == pytest.approx(r["q"])
+        assert s.wait_us_max == pytest.approx(r["w"])
+        assert s.active_threads_mean == pytest.approx(r["a"])  # 1 s samples: plain mean
+    means = [s.queue_len_mean for s in view.servers]
+    assert means == sorted(means, reverse=True)
+    assert len(view.bins) == 4 * len({b.start for b in view.bins})
+    assert oss_requests(store, kinds=("ost",)).servers[0].kind == "ost"
+
+
+# -- heatmap -------------------------------------------------------------------------------
+def test_heatmap_conserves_the_jobs_ost_bytes(sim):
+    store, truth = sim
+    job = max(truth["jobs"], key=lambda j: truth["jobs"][j]["read_bytes"])
+    hm = ost_heatmap(store, job)
+    ref = {
+        r["component_id"]: (int(r["r"]), int(r["w"]))
+        for r in store.query(
+            "SELECT component_id, sum(read_bytes) AS r, sum(write_bytes) AS w "
+            "FROM server_samples WHERE kind = 'ost' AND job_id = ? GROUP BY ALL",
+            [job],
+        ).to_pylist()
+    }
+    assert hm.osts == sorted(ref)
+    assert len(hm.read) == len(hm.osts) and all(len(r) == len(hm.bins) for r in hm.read)
+    for i, ost in enumerate(hm.osts):
+        assert (sum(hm.read[i]), sum(hm.write[i])) == ref[ost]
+        assert (hm.read_total[i], hm.write_total[i]) == ref[ost]
+    assert 1 <= len(hm.bins) <= 61
+    assert hm.rates()[0][0] == (hm.read[0][0] + hm.write[0][0]) / hm.bin_s
+    with pytest.raises(NotFound):
+        ost_heatmap(store, "no-such-job")
+
+
+def test_load_summary_is_json_ready(sim):
+    store, _ = sim
+    doc = json.loads(to_json(load_summary(store)))
+    assert set(doc["kinds"]) == set(KINDS)
+    assert doc["forwarder_imbalance"]["kind"] == "forwarder"
+    assert doc["mds"]["total_ops"] == doc["mds"]["job_ops"] + doc["mds"]["other_ops"]
+    assert to_plain(hourly_load(store, "mds"))["unit"] == "ops/s"

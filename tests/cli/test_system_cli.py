@@ -1,0 +1,88 @@
+"""`iolens load` on the seeded simulation, and `iolens analyze --since`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import datetime
+
+import pytest
+
+from iolens.store import DuckDBStore
+from tests.conftest import run_cli
+
+
+def test_load_json_has_every_kind_and_adds_up(sim_db):
+    res = run_cli("load", "--db", str(sim_db.path), "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert set(doc["kinds"]) == {"forwarder", "ost", "mds"}
+    for kind in doc["kinds"].values():
+        assert sum(kind["shares"].values()) == pytest.approx(1.0)
+        assert sum(kind["counts"].values()) == len(kind["cells"])
+    fwd = doc["forwarder_imbalance"]
+    assert fwd["hours"] == len(doc["kinds"]["forwarder"]["hours"])
+    mds = doc["mds"]
+    assert mds["job_ops"] + mds["other_ops"] == mds["total_ops"] > 0
+    assert max(b["other_share"] or 0 for b in mds["bins"]) > 0.9  # the login-node storm
+
+
+def test_load_one_kind_and_a_window(sim_db):
+    first = json.loads(run_cli("load", "--db", str(sim_db.path), "--json").stdout)
+    hour = first["kinds"]["ost"]["hours"][0]
+    res = run_cli(
+        "load", "--db", str(sim_db.path), "--kind", "ost", "--since", hour,
+        "--until", hour.replace(":00:00Z", ":59:59Z"), "--json",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert list(doc["kinds"]) == ["ost"] and "mds" not in doc
+    assert "forwarder_imbalance" not in doc
+    assert doc["kinds"]["ost"]["hours"] == [hour]
+
+
+def test_load_human_output(sim_db):
+    res = run_cli("load", "--db", str(sim_db.path))
+    assert res.returncode == 0, res.stderr
+    text = " ".join(res.stdout.split())
+    for part in ("Peak load by hour", "Most loaded: forwarder", "Forwarder imbalance", "MDS:"):
+        assert part in text, part
+    assert "other clients" in text and "MDS load by hour" in text
+
+
+def test_load_bad_options_are_one_line_errors(sim_db, tmp_path):
+    res = run_cli("load", "--db", str(sim_db.path), "--kind", "switch")
+    assert res.returncode == 2 and "switch" in res.stderr
+    res = run_cli("load", "--db", str(sim_db.path), "--since", "yesterday")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    res = run_cli("load", "--db", str(tmp_path / "none.duckdb"))
+    assert res.returncode == 2 and res.stderr.startswith("error:")
+
+
+def test_empty_store_says_so(tmp_path):
+    db = tmp_path / "empty.duckdb"
+    DuckDBStore(db).close()
+    res = run_cli("load", "--db", str(db))
+    assert res.returncode == 0 and "No load samples" in res.stdout
+
+
+def test_analyze_since_runs_jobs_ended_since_and_the_components(sim_db, tmp_path):
+    db = tmp_path / "copy.duckdb"
+    shutil.copy(sim_db.path, db)
+    since = "2025-03-03T09:00:00"
+    with DuckDBStore(db, create=False) as store:
+        ended = store.query(
+            'SELECT count(*) AS n FROM jobs WHERE "end" >= ?', [datetime.fromisoformat(since)]
+        ).to_pylist()[0]["n"]
+        store.execute("DELETE FROM anomalies")
+    assert 0 < ended < len(sim_db.truth["jobs"])
+    res = run_cli("analyze", "--db", str(db), "--since", since, "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["jobs"] == ended
+    assert isinstance(doc["anomalies"], int)
+    with DuckDBStore(db, create=False) as store:
+        stored = store.query("SELECT count(*) AS n FROM anomalies").to_pylist()[0]["n"]
+    assert stored == doc["anomalies"]
+    both = run_cli("analyze", "100001", "--db", str(db), "--since", since)
+    assert both.returncode == 2 and "not both" in both.stderr
