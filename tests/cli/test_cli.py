@@ -149,3 +149,20 @@ def test_demo_runs_and_matches_ground_truth(tmp_path):
     right, total, exact, total2 = map(int, m.groups())
     assert right == total == exact == total2 > 50
     assert "Per-job report of job" in out and "Findings by rule" in out
+
+
+def test_job_layers_carry_the_same_bytes_at_every_layer(sim_db):
+    """The planted N-1 culprit moves its bytes through compute, forwarder and OSTs alike."""
+    job_id = "100001"
+    res = run_cli("job", job_id, "--db", str(sim_db.path), "--json", "--layers")
+    assert res.returncode == 0, res.stderr
+    rep = json.loads(res.stdout)
+    series = rep["layer_series"]
+    truth = sim_db.truth["jobs"][job_id]
+    for layer in ("compute", "forwarder", "ost"):
+        for op in ("read", "write"):
+            got = sum(series["layers"][layer][f"{op}_bytes"])
+            assert got == pytest.approx(truth[f"{op}_bytes"], rel=1e-9), (layer, op)
+    assert series["path"]["forwarders"] and series["path"]["osts"]
+    human = run_cli("job", job_id, "--db", str(sim_db.path), "--layers")
+    assert "Bytes per layer" in human.stdout and "forwarder" in human.stdout

@@ -105,12 +105,12 @@ def router(service: IngestService) -> APIRouter:
             return _json(views.jobs(store, user=user, limit=limit))
 
     @r.get("/jobs/{job_id}")
-    def get_job(job_id: str) -> Response:
+    def get_job(job_id: str, layers: bool = False) -> Response:
         """The per-job report (`iolens job ID --json`); 404 for an unknown job."""
         readers.analyze_pending()
         with readers.reader() as store:
             try:
-                return _json(views.job(store, job_id))
+                return _json(views.job(store, job_id, layers=layers))
             except NotFound as exc:
                 return JSONResponse({"detail": str(exc), "job_id": job_id}, status_code=404)
 

@@ -52,9 +52,14 @@ def jobs(store: Store, user: str | None = None, limit: int | None = None) -> lis
     return [job_row(r) for r in queries.jobs(store, user=user, limit=limit)]
 
 
-def job(store: Store, job_id: str) -> dict[str, Any]:
-    """`iolens job ID --json`: the per-job report; NotFound for an unknown job."""
+def job(store: Store, job_id: str, layers: bool = False) -> dict[str, Any]:
+    """`iolens job ID --json`: the per-job report; NotFound for an unknown job.
+
+    `layers` adds `layer_series`: the job's bytes and ops per 10-s bin at every layer of
+    its path (compute, forwarder, ost, mds) and per component, aligned to its start.
+    """
     from iolens.analyze import report
+    from iolens.analyze.jobs.crosslayer import layer_series
 
     rep = report.build(store, job_id).to_dict()
     # Server layers come from a GROUP BY in no particular order: fix it, so the same job
@@ -63,6 +68,8 @@ def job(store: Store, job_id: str) -> dict[str, Any]:
     rep["layers"] = dict(
         sorted(rep["layers"].items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
     )
+    if layers:
+        rep["layer_series"] = layer_series(store, job_id)
     return rep
 
 

@@ -143,6 +143,12 @@ def job(
     ctx: typer.Context,
     job_id: Annotated[str, typer.Argument(help="Scheduler job id.")],
     db: DbOption = None,
+    layers: Annotated[
+        bool,
+        typer.Option(
+            "--layers", help="Add the job's bytes per 10-s bin at every layer and component."
+        ),
+    ] = False,
     server: ServerOption = None,
     token: TokenOption = None,
     as_json: JsonOption = False,
@@ -153,15 +159,18 @@ def job(
     from iolens.present import views
 
     if server and remote.use_server(ctx, db, server):
-        rep = remote.get(server, token, f"/api/v1/jobs/{quote(job_id, safe='')}")
+        path = f"/api/v1/jobs/{quote(job_id, safe='')}"
+        rep = remote.get(server, token, path, {"layers": "true"} if layers else {})
     else:
         with open_db(db) as store:
             ensure_analyzed(store)
-            rep = views.job(store, job_id)
+            rep = views.job(store, job_id, layers=layers)
     if as_json:
         print(render.to_json(rep))
     else:
         out.print(render.job_report(rep))
+        if layers:
+            out.print(render.layer_series(rep["layer_series"]))
 
 
 @app.command()

@@ -205,3 +205,35 @@ def stdout_console() -> Console:
 
 def stderr_console() -> Console:
     return Console(stderr=True, width=_width(sys.stderr))
+
+
+SPARKS = " ▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float], width: int = 48) -> str:
+    """Values squeezed into `width` cells (summed per cell), scaled to their own max."""
+    if not values:
+        return ""
+    cells = max(1, min(width, len(values)))
+    per = len(values) / cells
+    sums = [sum(values[int(i * per) : int((i + 1) * per)]) for i in range(cells)]
+    top = max(sums) or 1.0
+    return "".join(SPARKS[min(8, math.ceil(8 * v / top))] if v > 0 else " " for v in sums)
+
+
+def layer_series(series: dict[str, Any]) -> Table:
+    """The job's bytes over time at each layer: amplification or a stall shows at a glance."""
+    t = Table(
+        title=f"Bytes per layer over the job ({series['bin_s']}-s bins from {series['start']})",
+        title_justify="left",
+    )
+    t.add_column("layer")
+    t.add_column("op")
+    t.add_column("total", justify="right")
+    t.add_column("over time")
+    for layer, metrics in series.get("layers", {}).items():
+        for m in ("read_bytes", "write_bytes"):
+            values = metrics.get(m) or []
+            if sum(values) > 0:
+                t.add_row(layer, m.split("_")[0], human_bytes(sum(values)), sparkline(values))
+    return t
