@@ -73,7 +73,30 @@ def run_demo(db: Path | None, nodes: int, hours: float, seed: int, out: Console)
         )
     out.print(by_code)
 
+    from iolens.analyze.components import analyze_components
+    from iolens.present.cli.diagnosis import episode_rows
+    from iolens.simulate.score import score_episodes
+
+    analyze_components(store)
+    episodes = episode_rows(store)
+    table = Table(title="Component anomalies (iolens anomalies)", header_style="bold")
+    for col in ("start", "kind", "component", "severity", "what"):
+        table.add_column(col)
+    for e in episodes:
+        table.add_row(
+            render.human_time(e["start"])[:16],
+            e["kind"],
+            e["component"],
+            e["severity"],
+            str(e["evidence"].get("summary", "")),
+        )
+    out.print(table)
+
     # Honest check against what only the simulator knows.
+    scores = score_episodes(truth["faults"], store.query("SELECT * FROM anomalies").to_pylist())
+    found = sum(s.found for s in scores.values())
+    total = sum(s.found + s.missed for s in scores.values())
+    false = sum(s.false_pos for s in scores.values())
     mode_ok = sum(1 for r in rows if r["io_mode"] == truth["jobs"][r["job_id"]]["io_mode"])
     bytes_ok = sum(
         1
@@ -85,7 +108,7 @@ def run_demo(db: Path | None, nodes: int, hours: float, seed: int, out: Console)
         f"Ground truth: I/O mode right for {mode_ok}/{len(rows)} jobs, byte counts exact "
         f"for {bytes_ok}/{len(rows)}; injected faults: "
         + ", ".join(sorted({f["kind"] for f in truth["faults"]}))
-        + "."
+        + f"; found {found}/{total} on the right component and time, {false} false alarms."
     )
 
     job_id = pick_interesting(rows, findings)
