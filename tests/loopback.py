@@ -20,12 +20,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(db: Path, port: int, log: Path, token: str = TOKEN) -> subprocess.Popen[bytes]:
-    """Start `iolens serve` (stderr to `log`, never a pipe nobody drains) and wait for it."""
+def start_server(
+    db: Path, port: int, log: Path, *extra: str, token: str = TOKEN
+) -> subprocess.Popen[bytes]:
+    """Start `iolens serve` (stderr to `log`, never a pipe nobody drains) and wait for it;
+    `extra` are more `serve` options."""
     cmd = [sys.executable, "-m", "iolens", "serve", "--db", str(db), "--port", str(port)]
     with open(log, "ab") as err:
         proc = subprocess.Popen(
-            [*cmd, "--agent-token", token], stdout=subprocess.DEVNULL, stderr=err
+            [*cmd, "--agent-token", token, *extra], stdout=subprocess.DEVNULL, stderr=err
         )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and proc.poll() is None:

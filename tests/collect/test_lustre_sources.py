@@ -9,7 +9,6 @@ and checked against numbers read from the files here with plain string splitting
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -24,6 +23,7 @@ from iolens.collect.sources.lustre_client import LustreClientSource
 from iolens.collect.sources.lustre_mds import LustreMdsSource
 from iolens.collect.sources.lustre_oss import LustreOssSource
 from iolens.errors import InputError
+from tests.golden import check_golden
 
 CASES = Path(__file__).resolve().parents[1] / "cases" / "collect"
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -93,13 +93,7 @@ def by_key(readings: list[Reading]) -> dict[tuple[str, str, str | None, str], Re
 def test_golden(case: Path) -> None:
     got = dump(list(BUILD[case.parent.name](HOST).collect(case)))
     assert got, f"{case}: no readings"
-    expected = case / "expected.json"
-    if os.environ.get("IOLENS_UPDATE_GOLDEN") == "1" or not expected.exists():
-        expected.write_text(dumps(got))
-        if os.environ.get("IOLENS_UPDATE_GOLDEN") != "1":
-            pytest.fail(f"{expected} was missing and has been written; check it and re-run")
-        return
-    assert got == json.loads(expected.read_text())
+    check_golden(case / "expected.json", got, dumps)
 
 
 def test_every_case_folder_is_complete() -> None:

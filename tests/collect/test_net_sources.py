@@ -7,8 +7,6 @@ Golden cases live in tests/cases/collect/<source>/<case>/ (a mini root tree and
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import shutil
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from iolens.collect.sources import SOURCES
 from iolens.collect.sources.infiniband import InfinibandSource
 from iolens.collect.sources.lnet_router import LnetRouterSource
 from iolens.errors import InputError
+from tests.golden import check_golden
 
 CASES = Path(__file__).resolve().parents[1] / "cases" / "collect"
 HOST = "testhost"
@@ -46,13 +45,7 @@ def _cases() -> list[object]:
 def test_golden(case: Path) -> None:
     got = dump(list(BUILD[case.parent.name](HOST).collect(case)))
     assert got, f"{case}: no readings"
-    expected = case / "expected.json"
-    if os.environ.get("IOLENS_UPDATE_GOLDEN") == "1" or not expected.exists():
-        expected.write_text(json.dumps(got, indent=1) + "\n")
-        if os.environ.get("IOLENS_UPDATE_GOLDEN") != "1":
-            pytest.fail(f"{expected} was missing and has been written; check it and re-run")
-        return
-    assert got == json.loads(expected.read_text())
+    check_golden(case / "expected.json", got)
 
 
 def test_every_case_folder_is_complete() -> None:

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
-
-import pytest
 
 from iolens.collect.agent import Agent
 from iolens.collect.sources.tracer_spool import DEFAULT_DIR, TracerSpoolSource
-from iolens.errors import IolensError
 from iolens.ingest.http import IngestService
 from iolens.ship.shipper import Backoff, Shipper
 from iolens.ship.spool import DiskSpool
 from iolens.ship.transport import InMemoryTransport
 from iolens.store import DuckDBStore
-from iolens.tracefile import SUFFIX, library_path
+from iolens.tracefile import SUFFIX
+from tests.traced import traced_python
 
 WRITER = """
 import sys
@@ -28,19 +23,8 @@ with open(path, "wb", buffering=0) as f:
 """
 
 
-def _library() -> Path:
-    try:
-        return library_path()
-    except IolensError as exc:
-        pytest.skip(f"tracer library not built: {exc}")
-
-
 def traced_write(spool: Path, out: Path, size: int, chunk: int, job: str) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("IOLENS_", "LD_PRELOAD"))}
-    env |= {"LD_PRELOAD": str(_library()), "IOLENS_SPOOL": str(spool), "IOLENS_JOB_ID": job}
-    subprocess.run(
-        [sys.executable, "-c", WRITER, str(out), str(size), str(chunk)], env=env, check=True
-    )
+    traced_python(spool, WRITER, str(out), str(size), str(chunk), job=job)
 
 
 def ship_all(agent: Agent, shipper: Shipper) -> int:

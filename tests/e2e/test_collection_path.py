@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -23,15 +21,14 @@ import pytest
 from iolens.collect.agent import Agent
 from iolens.collect.sources import SOURCES
 from iolens.collect.sources.tracer_spool import DEFAULT_DIR, TracerSpoolSource
-from iolens.errors import IolensError
 from iolens.model.batch import Batch
 from iolens.ship.shipper import Backoff, Shipper
 from iolens.ship.spool import DiskSpool
 from iolens.ship.transport import HttpTransport
 from iolens.store import DuckDBStore
-from iolens.tracefile import library_path
 from tests.collect.trees import build_root, grow
 from tests.loopback import free_port, start_server
+from tests.traced import traced_python, tracer_library
 
 #: Which sources' fixture trees each agent's node is made of.
 NODES = {
@@ -68,16 +65,11 @@ class Ledger:
 
 
 def traced_write(spool: Path, out: Path, size: int) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("IOLENS_", "LD_PRELOAD"))}
-    env |= {"LD_PRELOAD": str(library_path()), "IOLENS_SPOOL": str(spool), "IOLENS_JOB_ID": "77"}
-    subprocess.run([sys.executable, "-c", WRITER, str(out), str(size)], env=env, check=True)
+    traced_python(spool, WRITER, str(out), str(size), job="77")
 
 
 def test_agents_to_a_server_that_dies_and_returns(tmp_path):
-    try:
-        library_path()
-    except IolensError as exc:
-        pytest.skip(f"tracer library not built: {exc}")
+    tracer_library()
     now = [time.time()]
     agents: dict[str, tuple[Agent, Shipper]] = {}
     port = free_port()

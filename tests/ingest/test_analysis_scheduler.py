@@ -10,7 +10,6 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import httpx
 import pyarrow as pa
@@ -21,28 +20,10 @@ from iolens.present.scheduling import AnalysisScheduler, ended_unanalyzed_jobs
 from iolens.ship import wire
 from iolens.ship.transport import INGEST_PATH
 from iolens.store import DuckDBStore
-from tests.loopback import TOKEN, free_port, stop
+from tests.loopback import TOKEN, free_port, start_server, stop
 from tests.receivers import Webhook
 
 NOW = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
-
-
-def serve(db: Path, port: int, log: Path, *extra: str) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "iolens", "serve", "--db", str(db), "--port", str(port)]
-    with open(log, "ab") as err:
-        proc = subprocess.Popen(
-            [*cmd, "--agent-token", TOKEN, *extra], stdout=subprocess.DEVNULL, stderr=err
-        )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    proc.wait()
-    raise RuntimeError(f"iolens serve did not start:\n{log.read_text()}")
 
 
 def metric(port: int, name: str) -> float:
@@ -114,7 +95,7 @@ def post(port: int, batch: Batch) -> None:
 
 def test_server_analyses_a_job_once_it_has_ended(tmp_path):
     db, port, log = tmp_path / "s.duckdb", free_port(), tmp_path / "serve.log"
-    server = serve(db, port, log, "--analyze-every", "1")
+    server = start_server(db, port, log, "--analyze-every", "1")
     try:
         post(port, job_batch("done-1", NOW - timedelta(minutes=10), NOW - timedelta(minutes=5)))
         post(port, job_batch("running-1", NOW - timedelta(minutes=10), None))
@@ -159,7 +140,7 @@ def test_server_sends_a_due_alert_once_across_restarts(tmp_path):
     args = ("--components-every", "0", "--alerts-config", str(conf))
     try:
         for _ in range(2):
-            server = serve(db, port, log, *args)
+            server = start_server(db, port, log, *args)
             try:
                 wait_for(lambda: metric(port, 'iolens_analysis_runs_total{task="alerts"}') >= 1)
             finally:

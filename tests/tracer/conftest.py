@@ -117,19 +117,20 @@ def expected(r: Run) -> tuple[Counter, int, int]:
     return ops, rb, wb
 
 
+def paths_of(t: TraceFile) -> dict[int, str]:
+    """file_id -> path of one trace's file table."""
+    return dict(
+        zip(t.files.column("file_id").to_pylist(), t.files.column("path").to_pylist(), strict=True)
+    )
+
+
 def traced(traces: list[TraceFile], base: Path) -> tuple[Counter, int, int]:
     """Ops and bytes from the decoded records on files under `base`."""
     ops: Counter = Counter()
     rb = wb = 0
     prefix = str(base)
     for t in traces:
-        paths = dict(
-            zip(
-                t.files.column("file_id").to_pylist(),
-                t.files.column("path").to_pylist(),
-                strict=True,
-            )
-        )
+        paths = paths_of(t)
         for row in t.client_io.to_pylist():
             if not paths[row["file_id"]].startswith(prefix):
                 continue
@@ -146,13 +147,7 @@ def summarised(traces: list[TraceFile], base: Path) -> tuple[Counter, int, int]:
     ops: Counter = Counter()
     rb = wb = 0
     for t in traces:
-        paths = dict(
-            zip(
-                t.files.column("file_id").to_pylist(),
-                t.files.column("path").to_pylist(),
-                strict=True,
-            )
-        )
+        paths = paths_of(t)
         for row in t.summaries.to_pylist():
             if not paths[row["file_id"]].startswith(str(base)):
                 continue

@@ -11,19 +11,10 @@ import sys
 import pytest
 
 from iolens.model.schema import MDS_OPS
+from tests.conftest import run_cli
 from tests.tracer.conftest import needs_cc
 
 pytestmark = needs_cc
-
-
-def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "iolens", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
 
 
 @pytest.mark.parametrize("mode,n", [("fork", 3), ("threads", 4), ("stdio", 1), ("meta", 50)])
@@ -56,7 +47,7 @@ def test_iolens_job_shows_exact_counts(mode, n, tracer_lib, workload, tmp_path):
     assert res.returncode == 0, res.stderr
     lines = [json.loads(x) for x in res.stdout.decode().splitlines() if x.startswith("{")]
     lines = [x for x in lines if "pid" in x]
-    job = json.loads(cli("job", f"t-{mode}", "--db", db, "--json", env=env).stdout)
+    job = json.loads(run_cli("job", f"t-{mode}", "--db", db, "--json", env=env).stdout)
     # each process's report is one write() of its line to stdout, traced too
     stdout_bytes = sum(len(x) + 1 for x in res.stdout.decode().splitlines() if '"pid"' in x)
     assert job["read_bytes"] == sum(x["read_bytes"] for x in lines)

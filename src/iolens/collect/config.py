@@ -7,12 +7,12 @@ what it is for, and `iolens config sample` prints them all as a commented sample
 from __future__ import annotations
 
 import socket
-import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from iolens.errors import InputError
+from iolens.tomlconfig import load_toml
 
 
 class Strict(BaseModel):
@@ -56,18 +56,7 @@ class AgentConfig(Strict):
 def load_config(path: Path | None, known_sources: list[str]) -> AgentConfig:
     if path is None:
         return AgentConfig()
-    try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError(str(path), "no such config file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(str(path), f"not valid TOML: {exc}") from None
-    try:
-        cfg = AgentConfig.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise InputError(str(path), f"{where}: {first['msg']}") from None
+    cfg = load_toml(path, AgentConfig)
     unknown = set(cfg.sources) - set(known_sources)
     if unknown:
         raise InputError(

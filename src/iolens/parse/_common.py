@@ -41,3 +41,15 @@ def source_name(path: str | Path) -> str:
 def read_text(path: str | Path) -> str:
     """Read a capture as text; undecodable bytes are replaced, never fatal."""
     return Path(path).read_text(encoding="utf-8", errors="replace")
+
+
+def counter_epoch(
+    start_time: float | None, snapshot_time: float | None, elapsed_time: float | None
+) -> float | None:
+    """When a 2.14+ counter set started from zero (`start_time`, else snapshot - elapsed);
+    a change between samples means the counters were reset."""
+    if start_time is not None:
+        return start_time
+    if snapshot_time is not None and elapsed_time is not None:
+        return snapshot_time - elapsed_time
+    return None

@@ -23,7 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from iolens.errors import InputError
-from iolens.parse._common import DEFAULT_SOURCE, parse_int, parse_seconds, read_text
+from iolens.parse._common import (
+    DEFAULT_SOURCE,
+    counter_epoch,
+    parse_int,
+    parse_seconds,
+    read_text,
+)
 from iolens.parse.lustre_stats import normalise_unit
 
 __all__ = ["JobCounter", "JobStats", "parse_file", "parse_job_id", "parse_job_stats"]
@@ -66,11 +72,7 @@ class JobStats:
     @property
     def epoch(self) -> float | None:
         """When this job's counters started (2.14+); a change means they were reset."""
-        if self.start_time is not None:
-            return self.start_time
-        if self.snapshot_time is not None and self.elapsed_time is not None:
-            return self.snapshot_time - self.elapsed_time
-        return None
+        return counter_epoch(self.start_time, self.snapshot_time, self.elapsed_time)
 
     def by_name(self) -> dict[str, JobCounter]:
         """Counters keyed by op name (names are unique within a job entry)."""

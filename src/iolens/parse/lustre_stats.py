@@ -23,7 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iolens.errors import InputError
-from iolens.parse._common import DEFAULT_SOURCE, parse_int, parse_seconds, read_text
+from iolens.parse._common import (
+    DEFAULT_SOURCE,
+    counter_epoch,
+    parse_int,
+    parse_seconds,
+    read_text,
+)
 
 __all__ = [
     "UNIT_ALIASES",
@@ -98,11 +104,7 @@ class LustreStats:
     @property
     def epoch(self) -> float | None:
         """When the counters last started from zero (2.14+ only): a change means a reset."""
-        if self.start_time is not None:
-            return self.start_time
-        if self.snapshot_time is not None and self.elapsed_time is not None:
-            return self.snapshot_time - self.elapsed_time
-        return None
+        return counter_epoch(self.start_time, self.snapshot_time, self.elapsed_time)
 
     def by_name(self) -> dict[str, StatsCounter]:
         """Counters keyed by name, duplicates merged (see :func:`merge_counters`)."""

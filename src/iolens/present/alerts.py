@@ -21,7 +21,6 @@ import logging
 import os
 import smtplib
 import ssl
-import tomllib
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -32,11 +31,11 @@ from typing import Any, Literal
 
 import httpx
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from iolens.errors import InputError
 from iolens.model.schema import ALERTS
 from iolens.store.base import Store
+from iolens.tomlconfig import load_toml
 
 log = logging.getLogger(__name__)
 
@@ -109,19 +108,7 @@ class AlertsFile(BaseModel):
 
 def load_alerts_config(path: Path) -> AlertsSection:
     """The `[alerts]` section of a TOML file; InputError naming the file and field if bad."""
-    try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError(str(path), "no such alerts config file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(str(path), f"not valid TOML: {exc}") from None
-    try:
-        return AlertsFile.model_validate(raw).alerts
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        msg = str(first["msg"]).removeprefix("Value error, ")
-        raise InputError(str(path), f"{where}: {msg}" if where else msg) from None
+    return load_toml(path, AlertsFile, "alerts config file").alerts
 
 
 @dataclass

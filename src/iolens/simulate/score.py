@@ -70,19 +70,12 @@ def score_episodes(
     for kind in {*FAULT_KINDS, *(d["kind"] for d in detected)}:
         t = [x for x in truth if x["kind"] == kind]
         d = [x for x in detected if x["kind"] == kind]
+        hit = [[x["component"] == y["component"] and _overlap(x, y, slack) for y in d] for x in t]
         s = Score()
-        for det in d:
-            if any(x["component"] == det["component"] and _overlap(x, det, slack) for x in t):
-                s.true_pos += 1
-            else:
-                s.false_pos += 1
-                s.false_alarms.append(det)
-        for x in t:
-            if any(x["component"] == det["component"] and _overlap(x, det, slack) for det in d):
-                s.found += 1
-            else:
-                s.missed += 1
-                s.misses.append(x)
+        s.false_alarms = [y for j, y in enumerate(d) if not any(row[j] for row in hit)]
+        s.misses = [x for i, x in enumerate(t) if not any(hit[i])]
+        s.false_pos, s.missed = len(s.false_alarms), len(s.misses)
+        s.true_pos, s.found = len(d) - s.false_pos, len(t) - s.missed
         scores[kind] = s
     return scores
 

@@ -1,0 +1,26 @@
+"""Golden files: compare with the checked-in expectation, or (re)write it on request.
+
+`IOLENS_UPDATE_GOLDEN=1` rewrites every golden; a missing one is written and the test
+fails, so a new golden is always looked at before it counts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def check_golden(
+    expected: Path, got: Any, dumps: Callable[[Any], str] = lambda v: json.dumps(v, indent=1)
+) -> None:
+    if os.environ.get("IOLENS_UPDATE_GOLDEN") == "1" or not expected.exists():
+        expected.write_text(dumps(got).rstrip("\n") + "\n")
+        if os.environ.get("IOLENS_UPDATE_GOLDEN") != "1":
+            pytest.fail(f"{expected} was missing and has been written; check it and re-run")
+        return
+    assert got == json.loads(expected.read_text())
