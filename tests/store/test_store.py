@@ -19,6 +19,8 @@ DUCK_TYPES = {
     pa.float64(): "DOUBLE",
     pa.timestamp("us"): "TIMESTAMP",
     pa.list_(pa.string()): "VARCHAR[]",
+    pa.list_(pa.int64()): "BIGINT[]",
+    pa.list_(pa.float64()): "DOUBLE[]",
     pa.bool_(): "BOOLEAN",
 }
 

@@ -285,7 +285,7 @@ def _attach(rep: JobReport, extra: dict[str, list[dict[str, Any]]]) -> None:
 
 _FINDINGS_SQL = (
     'SELECT code, name, severity, subject_kind, subject_id, "start", "end", evidence, '
-    "recommendation FROM findings {join} WHERE subject_kind = 'job' "
+    "recommendation, target, gain FROM findings {join} WHERE subject_kind = 'job' "
     "ORDER BY CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END, code"
 )
 
@@ -301,6 +301,7 @@ def _finding_json(r: dict[str, Any]) -> dict[str, Any]:
     out = dict(r)
     out["title"] = _titles().get(r["code"], r["name"])
     out["evidence"] = json.loads(r["evidence"]) if r["evidence"] else {}
+    out["gain"] = json.loads(r["gain"]) if r.get("gain") else None
     for k in ("start", "end"):
         out[k] = out[k].isoformat() + "Z" if out[k] else None
     return out

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 #: Bumped whenever a table or column changes; the store migrates older files.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 TS = pa.timestamp("us")
 
@@ -159,6 +159,10 @@ FINDINGS = pa.schema(
         pa.field("evidence", pa.string()),  # JSON object
         pa.field("recommendation", pa.string()),
         pa.field("created", TS),
+        # schema version 3: who should act (user | developer | admin) and the estimated
+        # gain as JSON ({"metric": "bandwidth", "factor": 4.0, "basis": "..."})
+        pa.field("target", pa.string()),
+        pa.field("gain", pa.string()),
     ]
 )
 
@@ -259,6 +263,84 @@ ALERTS = pa.schema(
     ]
 )
 
+# --- Darshan logs and the zoom-in factors (schema version 3) ---------------------------
+
+# One row per imported Darshan log (a job may have several: one per executable run).
+# `modules` is JSON {name: {"version": int, "records": int, "partial": bool}}: the
+# partial flags (Darshan ran out of records or memory) are kept and shown.
+DARSHAN_LOGS = pa.schema(
+    [
+        pa.field("job_id", pa.string(), nullable=False),
+        pa.field("log_key", pa.string(), nullable=False),  # content hash: idempotent imports
+        pa.field("path", pa.string()),
+        pa.field("log_version", pa.string()),
+        pa.field("lib_version", pa.string()),
+        pa.field("exe", pa.string()),
+        pa.field("uid", pa.int64()),
+        pa.field("nprocs", pa.int32()),
+        pa.field("start", TS),
+        pa.field("end", TS),
+        pa.field("run_time_s", pa.float64()),
+        pa.field("metadata", pa.string()),  # JSON object (e.g. ROMIO hints "h")
+        pa.field("mounts", pa.string()),  # JSON [[mount point, fs type], ...]
+        pa.field("modules", pa.string()),  # JSON, see above
+        pa.field("imported", TS),
+    ]
+)
+
+# Counter names per (log, module): records store values only, in this order.
+DARSHAN_MODULES = pa.schema(
+    [
+        pa.field("log_key", pa.string(), nullable=False),
+        pa.field("module", pa.string(), nullable=False),
+        pa.field("version", pa.int32()),
+        pa.field("partial", pa.bool_()),
+        pa.field("counter_names", pa.list_(pa.string())),
+        pa.field("fcounter_names", pa.list_(pa.string())),
+    ]
+)
+
+# One row per Darshan record (module, file, rank; rank -1 = shared file reduced over all
+# ranks). `record_id` is Darshan's 64-bit name hash stored as signed int64.
+DARSHAN_RECORDS = pa.schema(
+    [
+        pa.field("log_key", pa.string(), nullable=False),
+        pa.field("module", pa.string(), nullable=False),
+        pa.field("record_id", pa.int64(), nullable=False),
+        pa.field("rank", pa.int32()),
+        pa.field("path", pa.string()),
+        pa.field("counters", pa.list_(pa.int64())),
+        pa.field("fcounters", pa.list_(pa.float64())),
+    ]
+)
+
+# The zoom-in paper's Table I factors per job (NaN/null when the data cannot tell), and the
+# job's bandwidth they are correlated against.
+JOB_FACTORS = pa.schema(
+    [
+        pa.field("job_id", pa.string(), nullable=False),
+        pa.field("user", pa.string()),
+        pa.field("app", pa.string()),
+        pa.field("bandwidth", pa.float64()),  # bytes/s over the job's I/O time
+        pa.field("datasize", pa.float64()),  # 1: bytes read + written
+        pa.field("nprocs", pa.float64()),  # 2
+        pa.field("nnodes", pa.float64()),  # 3
+        pa.field("mtime_pct", pa.float64()),  # 4: metadata time / I/O time, %
+        pa.field("collective", pa.float64()),  # 5: 1 when collective MPI-IO is used
+        pa.field("ost_count", pa.float64()),  # 6
+        pa.field("small_pct", pa.float64()),  # 7: requests < 1 KiB, %
+        pa.field("seq_pct", pa.float64()),  # 8: sequential requests, %
+        pa.field("max_rank_io", pa.float64()),  # 9: S_max / sum S_i (Equation 1)
+        pa.field("max_rank_req", pa.float64()),  # 10: same, request counts
+        pa.field("max_ost_io", pa.float64()),  # 11: busiest OST's bytes / all
+        pa.field("max_ost_req", pa.float64()),  # 12: busiest OST's requests / all
+        pa.field("oss_cpu_pct", pa.float64()),  # 13: weather, 5 s before start
+        pa.field("mds_cpu_pct", pa.float64()),  # 14
+        pa.field("ost_io_mb", pa.float64()),  # 15
+        pa.field("computed", TS),
+    ]
+)
+
 #: Every table of the store, by name.
 TABLES: dict[str, pa.Schema] = {
     "components": COMPONENTS,
@@ -275,4 +357,8 @@ TABLES: dict[str, pa.Schema] = {
     "interference": INTERFERENCE,
     "job_phases": JOB_PHASES,
     "alerts": ALERTS,
+    "darshan_logs": DARSHAN_LOGS,
+    "darshan_modules": DARSHAN_MODULES,
+    "darshan_records": DARSHAN_RECORDS,
+    "job_factors": JOB_FACTORS,
 }

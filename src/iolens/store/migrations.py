@@ -67,6 +67,31 @@ MIGRATIONS: list[tuple[int, str]] = [
             ok BOOLEAN NOT NULL, detail VARCHAR);
         """,
     ),
+    (
+        3,
+        """
+        ALTER TABLE findings ADD COLUMN target VARCHAR;
+        ALTER TABLE findings ADD COLUMN gain VARCHAR;
+        CREATE TABLE darshan_logs (
+            job_id VARCHAR NOT NULL, log_key VARCHAR NOT NULL, path VARCHAR,
+            log_version VARCHAR, lib_version VARCHAR, exe VARCHAR, uid BIGINT,
+            nprocs INTEGER, "start" TIMESTAMP, "end" TIMESTAMP, run_time_s DOUBLE,
+            metadata VARCHAR, mounts VARCHAR, modules VARCHAR, imported TIMESTAMP);
+        CREATE TABLE darshan_modules (
+            log_key VARCHAR NOT NULL, module VARCHAR NOT NULL, version INTEGER,
+            partial BOOLEAN, counter_names VARCHAR[], fcounter_names VARCHAR[]);
+        CREATE TABLE darshan_records (
+            log_key VARCHAR NOT NULL, module VARCHAR NOT NULL, record_id BIGINT NOT NULL,
+            rank INTEGER, path VARCHAR, counters BIGINT[], fcounters DOUBLE[]);
+        CREATE TABLE job_factors (
+            job_id VARCHAR NOT NULL, "user" VARCHAR, app VARCHAR, bandwidth DOUBLE,
+            datasize DOUBLE, nprocs DOUBLE, nnodes DOUBLE, mtime_pct DOUBLE,
+            collective DOUBLE, ost_count DOUBLE, small_pct DOUBLE, seq_pct DOUBLE,
+            max_rank_io DOUBLE, max_rank_req DOUBLE, max_ost_io DOUBLE,
+            max_ost_req DOUBLE, oss_cpu_pct DOUBLE, mds_cpu_pct DOUBLE, ost_io_mb DOUBLE,
+            computed TIMESTAMP);
+        """,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -32,6 +32,10 @@ class Finding:
     start: datetime | None = None
     end: datetime | None = None
     created: datetime = field(default_factory=lambda: datetime.now(UTC).replace(tzinfo=None))
+    #: who should act on it: "user" (run settings), "developer" (code), "admin" (system)
+    target: str | None = None
+    #: estimated gain, e.g. {"metric": "bandwidth", "factor": 4.0, "basis": "..."}
+    gain: dict[str, Any] | None = None
 
 
 class JobRule:
@@ -77,6 +81,8 @@ def findings_table(findings: list[Finding]) -> pa.Table:
             "evidence": json.dumps(f.evidence, sort_keys=True),
             "recommendation": f.recommendation,
             "created": f.created,
+            "target": f.target,
+            "gain": None if f.gain is None else json.dumps(f.gain, sort_keys=True),
         }
         for f in findings
     ]
