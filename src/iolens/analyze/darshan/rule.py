@@ -1,0 +1,65 @@
+"""The contract of the Darshan rules: one rule per file, each with a stable code.
+
+A rule reads a `DarshanJob` (plus optional site context) and returns a `Finding` or None.
+Its class docstring has three parts (Symptom / Why it hurts / What to do) that
+`iolens explain CODE`, the docs and the HTML report show. Evidence is data (counters,
+files, ranks), the recommendation carries a concrete snippet (`lfs setstripe ...`,
+ROMIO hints, HDF5 calls), and `gain` estimates what following it would buy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from iolens.analyze.findings.base import Finding
+from iolens.model.darshan import DarshanJob
+
+
+@dataclass
+class RuleContext:
+    """What the site knows beyond the log; every field is optional."""
+
+    #: file-system "weather" 5 s before the job started (zoom-in Table I, factors 13-15):
+    #: {"oss_cpu_pct": .., "mds_cpu_pct": .., "ost_io_mb": ..}
+    weather: dict[str, float] | None = None
+    #: one OST's peak bandwidth in bytes/s (from the topology's peak_bw, or site config)
+    ost_bw: float | None = None
+    #: the file system's OST count (bounds a striping recommendation)
+    ost_total: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class DarshanRule:
+    """Base of the Darshan rules; subclasses set the class attributes and `check`."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[str] = "warning"  # info | warning | critical
+    target: ClassVar[str] = "user"  # user | developer | admin
+
+    def check(self, job: DarshanJob, ctx: RuleContext) -> Finding | None:
+        raise NotImplementedError
+
+    def finding(
+        self,
+        job: DarshanJob,
+        evidence: dict[str, Any],
+        recommendation: str,
+        *,
+        severity: str | None = None,
+        gain: dict[str, Any] | None = None,
+    ) -> Finding:
+        return Finding(
+            code=self.code,
+            name=self.name,
+            severity=severity or self.severity,
+            subject_kind="job",
+            subject_id=job.job_id,
+            evidence=evidence,
+            recommendation=recommendation,
+            start=job.start,
+            end=job.end,
+            target=self.target,
+            gain=gain,
+        )
