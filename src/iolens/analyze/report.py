@@ -292,9 +292,9 @@ _FINDINGS_SQL = (
 
 def _titles() -> dict[str, str]:
     """One-line titles of the rules (their docstring summaries), by code."""
-    from iolens.analyze.findings import JOB_RULES
+    from iolens.analyze.catalog import titles
 
-    return {r.code: (r.__doc__ or r.name).strip().splitlines()[0] for r in JOB_RULES}
+    return titles()
 
 
 def _finding_json(r: dict[str, Any]) -> dict[str, Any]:

@@ -28,19 +28,19 @@ def read_log(path: str | Path, *, dxt: bool = True) -> DarshanJob:
     b = _backend()
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"{path}: no such Darshan log")
+        raise InputError(str(path), "no such Darshan log")
     try:
         log = b.log_open(str(path))
     except Exception as exc:  # the C library reports through stderr and a NULL handle
-        raise InputError(f"{path}: not a readable Darshan log ({exc})") from None
+        raise InputError(str(path), f"not a readable Darshan log ({exc})") from None
     if not log or not log.get("handle"):
-        raise InputError(f"{path}: not a readable Darshan log")
+        raise InputError(str(path), "not a readable Darshan log")
     try:
         return _read(b, log, path, dxt)
     except InputError:
         raise
     except Exception as exc:
-        raise InputError(f"{path}: corrupt Darshan log ({type(exc).__name__}: {exc})") from None
+        raise InputError(str(path), f"corrupt Darshan log ({type(exc).__name__}: {exc})") from None
     finally:
         b.log_close(log)
 

@@ -24,6 +24,7 @@ from iolens.present.cli import (
     jobdiag,
     remote,
     render,
+    reporting,
     scheduler,
     serving,
     system,
@@ -301,6 +302,9 @@ app.command()(jobdiag.interference)
 app.command()(agenting.agent)
 app.add_typer(agenting.config_app, name="config")
 system.register(app)
+app.command()(reporting.report)
+app.command()(reporting.explain)
+app.command()(reporting.findings)
 
 
 def main() -> None:
