@@ -44,6 +44,7 @@ class JobRule:
     code: ClassVar[str]
     name: ClassVar[str]
     severity: ClassVar[str] = "warning"
+    target: ClassVar[str] = "user"  # who acts on it: user | developer | admin
 
     def check(self, report: JobReport) -> Finding | None:
         raise NotImplementedError
@@ -65,6 +66,7 @@ class JobRule:
             recommendation,
             report.start,
             report.end,
+            target=self.target,
         )
 
 
