@@ -1,0 +1,300 @@
+"""Learned hints (SIOX GenericHistory): which settings gave an application its best I/O.
+
+Every past run of an application (optionally only one user's, and only runs touching files
+with one extension) is a trial of three settings:
+
+- **MPI-IO hints**: the ROMIO hints Darshan recorded (`darshan_logs.metadata["h"]`,
+  `key=value;key=value`; none or `no` = the defaults);
+- **Lustre striping**: stripe count and size of the run's files (`files.osts`,
+  `files.stripe_size`, filled from `lfs getstripe`, Darshan's LUSTRE module or the
+  simulator); a run's layout is the one carrying most of its bytes;
+- **I/O mode** (`job_summaries.io_mode`: N-N, N-1, N-M, 1-1);
+
+and its outcome is the bandwidth over its I/O time (`job_summaries`: bytes read + written
+/ `io_time_s`, else the zoom-in factor `job_factors.bandwidth`). Per setting the runs,
+their median bandwidth and the jobs are kept; the best setting of each kind is the one with
+the highest median among those tried at least twice (once, when nothing was tried twice),
+and its gain is that median over the median of the runs with any other setting.
+
+Like SIOX's learning phase, nothing is advised before `MIN_TRIALS` (5) runs with a known
+bandwidth. The advice comes as a ROMIO hints file (`key value` lines, for `ROMIO_HINTS`)
+and an `lfs setstripe -c N -S SIZE DIR` line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+
+from iolens.store.base import Store
+
+MIN_TRIALS = 5
+#: Runs a setting needs to be preferred over settings tried once.
+MIN_RUNS_PER_SETTING = 2
+DEFAULT_HINTS = "(defaults)"
+KINDS = ("hints", "stripe", "io_mode")
+
+
+@dataclass
+class Trial:
+    """One past run: its settings and the bandwidth it got."""
+
+    job_id: str
+    user: str
+    start: datetime | None
+    bandwidth: float  # bytes/s over the run's I/O time
+    hints: dict[str, str] | None = None  # None: no Darshan log (unknown)
+    stripe_count: int | None = None
+    stripe_size: int | None = None
+    io_mode: str | None = None
+    dirs: list[str] = field(default_factory=list)  # directories of the run's files
+
+    def setting(self, kind: str) -> str | None:
+        if kind == "hints":
+            return hints_key(self.hints) if self.hints is not None else None
+        if kind == "stripe":
+            if self.stripe_count is None:
+                return None
+            size = lfs_size(self.stripe_size) if self.stripe_size else "?"
+            return f"-c {self.stripe_count} -S {size}"
+        return self.io_mode
+
+
+def parse_hints(text: str | None) -> dict[str, str]:
+    """Darshan's ROMIO hints string `k=v;k=v` (`no` or empty: none)."""
+    out: dict[str, str] = {}
+    if not text or text.strip().lower() in ("no", "none"):
+        return out
+    for part in text.split(";"):
+        k, sep, v = part.partition("=")
+        if sep and k.strip():
+            out[k.strip()] = v.strip()
+    return out
+
+
+def hints_key(hints: dict[str, str]) -> str:
+    return ";".join(f"{k}={v}" for k, v in sorted(hints.items())) or DEFAULT_HINTS
+
+
+def lfs_size(n: int) -> str:
+    """Bytes as `lfs setstripe -S` takes them: 4M, 64K, 1G, or plain bytes."""
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+# -- gathering the trials -------------------------------------------------------------------
+
+
+def trials(store: Store, app: str, user: str | None = None, ext: str | None = None) -> list[Trial]:
+    """Past runs of `app` (of `user`; touching `*ext` files) with a known bandwidth."""
+    where, params = ["j.app = ?"], [app]
+    if user is not None:
+        where.append('j."user" = ?')
+        params.append(user)
+    rows = store.query(
+        f"""
+        SELECT j.job_id, j."user" AS user, j.start, s.io_mode,
+          CASE WHEN s.io_time_s > 0
+            THEN (coalesce(s.read_bytes, 0) + coalesce(s.write_bytes, 0)) / s.io_time_s END
+            AS bw_summary,
+          f.bandwidth AS bw_factors
+        FROM jobs j LEFT JOIN job_summaries s USING (job_id) LEFT JOIN job_factors f USING (job_id)
+        WHERE {" AND ".join(where)}
+        ORDER BY j.start, j.job_id
+        """,
+        params,
+    ).to_pylist()
+    runs: dict[str, Trial] = {}
+    for r in rows:
+        bw = r["bw_summary"] if r["bw_summary"] else r["bw_factors"]
+        if bw is None or not bw > 0:
+            continue
+        runs[r["job_id"]] = Trial(
+            r["job_id"], r["user"], r["start"], float(bw), io_mode=r["io_mode"]
+        )
+    if not runs:
+        return []
+    ids = pa.table({"job_id": pa.array(list(runs), pa.string())})
+    store.register("_iolens_advise_jobs", ids)
+    try:
+        logs = store.query(
+            "SELECT d.job_id, d.metadata FROM darshan_logs d JOIN _iolens_advise_jobs USING "
+            '(job_id) ORDER BY d.job_id, d."start", d.log_key'
+        ).to_pylist()
+        files = store.query(
+            """
+            WITH touched AS (
+              SELECT c.job_id, c.file_id, sum(c.size * c.count)::DOUBLE AS bytes
+              FROM client_io c JOIN _iolens_advise_jobs USING (job_id)
+              WHERE c.op IN ('read', 'write') GROUP BY ALL
+              UNION ALL
+              SELECT DISTINCT d.job_id, r.record_id AS file_id, NULL::DOUBLE AS bytes
+              FROM darshan_records r JOIN darshan_logs d USING (log_key)
+              JOIN _iolens_advise_jobs USING (job_id)
+            ), named AS (
+              SELECT DISTINCT d.job_id, r.path
+              FROM darshan_records r JOIN darshan_logs d USING (log_key)
+              JOIN _iolens_advise_jobs USING (job_id) WHERE r.path IS NOT NULL
+            )
+            SELECT t.job_id, f.path, f.stripe_size, len(f.osts) AS stripe_count,
+              max(t.bytes) AS bytes
+            FROM touched t JOIN files f USING (file_id) GROUP BY ALL
+            UNION ALL
+            SELECT n.job_id, f.path, f.stripe_size, len(f.osts), NULL
+            FROM named n JOIN files f ON f.path = n.path
+            """
+        ).to_pylist()
+    finally:
+        store.unregister("_iolens_advise_jobs")
+    for log in logs:
+        t = runs[log["job_id"]]
+        meta = json.loads(log["metadata"] or "{}")
+        hints = parse_hints(meta.get("h"))
+        t.hints = {**hints, **(t.hints or {})}  # the earliest log wins a conflict
+    _layouts(runs, files, ext)
+    if ext is not None:  # only runs that touched such files
+        with_ext = {r["job_id"] for r in files if (r["path"] or "").endswith(ext)}
+        runs = {k: v for k, v in runs.items() if k in with_ext}
+    return list(runs.values())
+
+
+def _layouts(runs: dict[str, Trial], files: list[dict[str, Any]], ext: str | None) -> None:
+    """Each run's stripe setting: the (count, size) carrying most bytes (else most files)."""
+    weight: dict[str, dict[tuple[int, int | None], float]] = defaultdict(dict)
+    seen: set[tuple[str, str]] = set()
+    for f in files:
+        path = f["path"] or ""
+        if ext is not None and not path.endswith(ext):
+            continue
+        if (f["job_id"], path) in seen:
+            continue
+        seen.add((f["job_id"], path))
+        t = runs[f["job_id"]]
+        if path:
+            t.dirs.append(os.path.dirname(path))
+        if not f["stripe_count"]:
+            continue
+        key = (int(f["stripe_count"]), f["stripe_size"])
+        w = weight[f["job_id"]]
+        # bytes when the tracer saw them; a file Darshan named counts as one byte
+        w[key] = w.get(key, 0.0) + (f["bytes"] if f["bytes"] else 1.0)
+    for job, w in weight.items():
+        (count, size), _ = max(w.items(), key=lambda kv: (kv[1], kv[0][0]))
+        runs[job].stripe_count, runs[job].stripe_size = count, size
+
+
+# -- judging the settings -----------------------------------------------------------------
+
+
+def compare(runs: list[Trial], kind: str) -> dict[str, Any] | None:
+    """Per setting of one kind: runs, median bandwidth, jobs; the best and its gain."""
+    groups: dict[str, list[Trial]] = defaultdict(list)
+    for t in runs:
+        s = t.setting(kind)
+        if s is not None:
+            groups[s].append(t)
+    if not groups:
+        return None
+    settings = [
+        {
+            "setting": s,
+            "runs": len(ts),
+            "median_bw": statistics.median(t.bandwidth for t in ts),
+            "jobs": [t.job_id for t in ts],
+        }
+        for s, ts in groups.items()
+    ]
+    settings.sort(key=lambda g: (-g["median_bw"], g["setting"]))
+    eligible = [g for g in settings if g["runs"] >= MIN_RUNS_PER_SETTING] or settings
+    best = eligible[0]
+    others = [t.bandwidth for s, ts in groups.items() if s != best["setting"] for t in ts]
+    rest = statistics.median(others) if others else None
+    for g in settings:
+        g["vs_best"] = round(g["median_bw"] / best["median_bw"], 3) if best["median_bw"] else None
+        g["median_bw"] = round(g["median_bw"], 1)
+    return {
+        "best": best["setting"],
+        "runs": best["runs"],
+        "median_bw": best["median_bw"],
+        "others_median_bw": round(rest, 1) if rest is not None else None,
+        "gain": round(best["median_bw"] / rest, 2) if rest else None,
+        "only_setting_tried": len(groups) == 1,
+        "settings": settings,
+        "_trials": groups[best["setting"]],
+    }
+
+
+def advise(
+    store: Store,
+    app: str,
+    user: str | None = None,
+    ext: str | None = None,
+    min_trials: int = MIN_TRIALS,
+) -> dict[str, Any]:
+    """The best known MPI-IO hints, stripe setting and I/O mode for `app`, with evidence.
+
+    Keys: `app`, `user`, `ext`, `trials` (runs with a known bandwidth), `min_trials`,
+    `advice` (false below `min_trials`, with `reason`), and when advising `settings`
+    ({"hints" | "stripe" | "io_mode": {best, runs, median_bw, others_median_bw, gain,
+    only_setting_tried, settings: [{setting, runs, median_bw, vs_best, jobs}]}}, kinds no
+    run recorded are left out), `romio_hints_file` (text, or null when no run had Darshan
+    hints) and `lfs_setstripe` (a command line, or null when no layout is known).
+    Bandwidths are bytes/s.
+    """
+    runs = trials(store, app, user, ext)
+    out: dict[str, Any] = {
+        "app": app,
+        "user": user,
+        "ext": ext,
+        "trials": len(runs),
+        "min_trials": min_trials,
+    }
+    if len(runs) < min_trials:
+        who = f" by {user}" if user else ""
+        files = f" on *{ext} files" if ext else ""
+        out |= {
+            "advice": False,
+            "reason": f"{len(runs)} run(s) of {app}{who}{files} with a known bandwidth; "
+            f"at least {min_trials} are needed before advising",
+        }
+        return out
+    settings = {k: c for k in KINDS if (c := compare(runs, k)) is not None}
+    hints_file = None
+    if "hints" in settings:
+        best = settings["hints"]["_trials"][0].hints or {}
+        hints_file = "".join(f"{k} {v}\n" for k, v in sorted(best.items()))
+    setstripe = None
+    if "stripe" in settings:
+        best_t = settings["stripe"]["_trials"]
+        t0 = best_t[0]
+        size = f" -S {lfs_size(t0.stripe_size)}" if t0.stripe_size else ""
+        setstripe = f"lfs setstripe -c {t0.stripe_count}{size} {_common_dir(best_t)}"
+    for c in settings.values():
+        c.pop("_trials")
+    return out | {
+        "advice": True,
+        "settings": settings,
+        "romio_hints_file": hints_file,
+        "lfs_setstripe": setstripe,
+    }
+
+
+def _common_dir(runs: list[Trial]) -> str:
+    """The directory the best runs' files share (where new files should get the layout)."""
+    dirs = [d for t in runs for d in t.dirs if d.startswith("/")]
+    if not dirs:
+        return "DIR"
+    common = os.path.commonpath(dirs)
+    return common if common not in ("", "/") else "DIR"
+
+
+__all__ = ["MIN_TRIALS", "Trial", "advise", "compare", "lfs_size", "parse_hints", "trials"]

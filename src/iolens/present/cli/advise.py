@@ -1,0 +1,84 @@
+"""`iolens advise APP`: the MPI-IO hints, striping and I/O mode that served APP best."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from iolens.present.cli import render
+from iolens.present.cli.app import DbOption, JsonOption, ensure_analyzed, open_db, out
+
+TITLES = {"hints": "MPI-IO hints", "stripe": "Lustre striping", "io_mode": "I/O mode"}
+
+
+def advise(
+    app: Annotated[str, typer.Argument(help="Application name (as in `iolens jobs`).")],
+    user: Annotated[str | None, typer.Option(help="Only this user's runs.")] = None,
+    ext: Annotated[
+        str | None, typer.Option(help="Only runs touching files with this extension, e.g. .h5.")
+    ] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Best known MPI-IO hints, Lustre striping and I/O mode for an application, learned
+    from its past runs (at least 5), as a ROMIO hints file and an lfs setstripe line."""
+    from iolens.analyze.advise import advise as learn
+
+    if ext is not None and not ext.startswith("."):
+        ext = "." + ext
+    with open_db(db) as store:
+        ensure_analyzed(store)
+        rep = learn(store, app, user=user, ext=ext)
+    if as_json:
+        print(render.to_json(rep))
+        return
+    if not rep["advice"]:
+        out.print(f"No advice yet: {rep['reason']}.", style="yellow")
+        return
+    scope = "".join(
+        [f" for {rep['app']}", f", user {user}" if user else "", f", *{ext} files" if ext else ""]
+    )
+    out.print(f"[bold]Best known settings{scope}[/] (from {rep['trials']} runs)")
+    for kind, c in rep["settings"].items():
+        out.print(_table(kind, c))
+    out.print()
+    if rep["romio_hints_file"] is not None:
+        if rep["romio_hints_file"]:
+            out.print("[bold]ROMIO hints file[/] (point ROMIO_HINTS at it):")
+            out.print(rep["romio_hints_file"].rstrip("\n"), highlight=False, markup=False)
+        else:
+            out.print("[bold]ROMIO hints:[/] none (the defaults did best)")
+    if rep["lfs_setstripe"]:
+        out.print("[bold]Striping[/] (before the files are created):")
+        out.print(rep["lfs_setstripe"], highlight=False, markup=False)
+
+
+def _table(kind: str, c: dict[str, Any]) -> Table:
+    if c["only_setting_tried"]:
+        verdict = "the only setting tried"
+    elif c["gain"]:
+        verdict = (
+            f"{c['gain']:.2f}x the median of the other runs "
+            f"({render.human_rate(c['others_median_bw'])})"
+        )
+    else:
+        verdict = "best median"
+    t = Table(
+        title=f"{TITLES.get(kind, kind)}: {c['best']} - {verdict}",
+        title_justify="left",
+        header_style="bold",
+    )
+    for col in ("setting", "runs", "median bandwidth", "vs best", "jobs"):
+        t.add_column(col, justify="left" if col in ("setting", "jobs") else "right")
+    for s in c["settings"]:
+        jobs = s["jobs"]
+        t.add_row(
+            s["setting"],
+            str(s["runs"]),
+            render.human_rate(s["median_bw"]),
+            f"{s['vs_best']:.2f}" if s["vs_best"] is not None else "-",
+            ", ".join(jobs[:4]) + (f" (+{len(jobs) - 4})" if len(jobs) > 4 else ""),
+        )
+    return t

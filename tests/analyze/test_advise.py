@@ -1,0 +1,179 @@
+"""Learned hints (SIOX GenericHistory): a simulated history where one setting is known
+best, written straight into a store with the model's Arrow schemas."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from iolens.analyze.advise import advise, lfs_size, parse_hints
+from iolens.model.ids import file_id
+from iolens.model.schema import DARSHAN_LOGS, DARSHAN_RECORDS, FILES, JOB_SUMMARIES, JOBS
+from iolens.store import DuckDBStore
+from tests.conftest import run_cli
+
+T0 = datetime(2025, 1, 6, 8, 0)
+GB = 1e9
+OSTS = [f"lustre-OST{i:04x}" for i in range(16)]
+
+A = "romio_no_indep_rw=true;cb_nodes=4"
+B = "romio_cb_write=enable;cb_nodes=16;romio_ds_write=disable"
+D = "cb_nodes=64"
+# (user, hints, stripe count, stripe size, io mode, bandwidth): B with 8 x 4 MiB stripes is
+# best (one noisy slow run); D was tried once and looked great, which is not enough.
+HISTORY = (
+    [("alice", A, 1, 1 << 20, "N-1", bw) for bw in (1.0, 1.2, 1.1, 0.9)]
+    + [("alice", B, 8, 4 << 20, "N-1", bw) for bw in (3.1, 3.3, 0.8, 3.0, 3.4)]
+    + [("alice", "no", 4, 1 << 20, "N-N", bw) for bw in (2.0, 2.1, 1.9)]
+    + [("alice", D, 16, 16 << 20, "N-1", 10.0)]
+    + [("bob", B, 8, 4 << 20, "N-1", bw) for bw in (3.0, 3.2, 2.9)]
+)
+
+
+def build(path: Path) -> DuckDBStore:
+    store = DuckDBStore(path)
+    jobs, sums, files, logs, recs = [], [], [], [], []
+    for i, (user, hints, count, size, mode, bw) in enumerate(HISTORY):
+        job = f"{1000 + i}"
+        start = T0 + timedelta(hours=i)
+        jobs.append(
+            {
+                "job_id": job,
+                "user": user,
+                "app": "wrf",
+                "nodes": ["n1", "n2"],
+                "nprocs": 64,
+                "start": start,
+                "end": start + timedelta(minutes=30),
+                "state": "COMPLETED",
+                "source": "darshan",
+            }
+        )
+        moved = int(bw * GB * 100)  # 100 s of I/O at the run's bandwidth
+        sums.append(
+            {
+                "job_id": job,
+                "io_mode": mode,
+                "read_bytes": moved // 4,
+                "write_bytes": moved - moved // 4,
+                "io_time_s": 100.0,
+                "io_procs": 64,
+                "io_nodes": 2,
+                "findings": 0,
+                "analyzed": start,
+            }
+        )
+        key = f"log-{job}"
+        logs.append(
+            {
+                "job_id": job,
+                "log_key": key,
+                "exe": "/apps/wrf/wrf.exe",
+                "nprocs": 64,
+                "start": start,
+                "end": start + timedelta(minutes=30),
+                "metadata": json.dumps({"lib_ver": "3.4.4", "h": hints}),
+                "modules": json.dumps({"POSIX": {"version": 4, "records": 2, "partial": False}}),
+            }
+        )
+        run_dir = f"/lustre/{user}/wrf/run{i:02d}"
+        for name, (c, s) in (("out.h5", (count, size)), ("rsl.log", (1, 1 << 20))):
+            p = f"{run_dir}/{name}"
+            files.append({"file_id": file_id(p), "path": p, "stripe_size": s, "osts": OSTS[:c]})
+            recs.append(
+                {"log_key": key, "module": "POSIX", "record_id": file_id(p), "rank": -1, "path": p}
+            )
+    for name, rows, schema in (
+        ("jobs", jobs, JOBS),
+        ("job_summaries", sums, JOB_SUMMARIES),
+        ("files", files, FILES),
+        ("darshan_logs", logs, DARSHAN_LOGS),
+        ("darshan_records", recs, DARSHAN_RECORDS),
+    ):
+        store.append(name, pa.Table.from_pylist(rows, schema=schema))
+    return store
+
+
+@pytest.fixture()
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "history.duckdb"
+    build(path).close()
+    return path
+
+
+def test_picks_the_known_best_setting_with_its_evidence(db):
+    with DuckDBStore(db) as store:
+        rep = advise(store, "wrf", user="alice", ext=".h5")
+    assert rep["advice"] and rep["trials"] == 13
+    hints = rep["settings"]["hints"]
+    assert hints["best"] == "cb_nodes=16;romio_cb_write=enable;romio_ds_write=disable"
+    assert hints["runs"] == 5
+    assert hints["median_bw"] == pytest.approx(3.1 * GB)
+    assert hints["others_median_bw"] == pytest.approx(1.55 * GB)  # A, defaults and D
+    assert hints["gain"] == pytest.approx(2.0)
+    by = {s["setting"]: s for s in hints["settings"]}
+    assert by["(defaults)"]["runs"] == 3 and by["cb_nodes=64"]["runs"] == 1
+    assert by["cb_nodes=4;romio_no_indep_rw=true"]["vs_best"] == pytest.approx(1.05 / 3.1, rel=0.01)
+    assert len(by[hints["best"]]["jobs"]) == 5
+    stripe = rep["settings"]["stripe"]
+    assert stripe["best"] == "-c 8 -S 4M" and stripe["runs"] == 5
+    assert rep["settings"]["io_mode"]["settings"]  # evidence per I/O mode as well
+    assert rep["romio_hints_file"] == "cb_nodes 16\nromio_cb_write enable\nromio_ds_write disable\n"
+    assert rep["lfs_setstripe"] == "lfs setstripe -c 8 -S 4M /lustre/alice/wrf"
+
+
+def test_without_filters_the_same_setting_wins(db):
+    with DuckDBStore(db) as store:
+        rep = advise(store, "wrf")
+    assert rep["trials"] == len(HISTORY)
+    assert rep["settings"]["hints"]["best"].startswith("cb_nodes=16;")
+    assert rep["settings"]["stripe"]["best"] == "-c 8 -S 4M"
+    assert rep["lfs_setstripe"] == "lfs setstripe -c 8 -S 4M /lustre"  # alice's and bob's dirs
+
+
+def test_fewer_than_five_trials_give_no_advice(db):
+    with DuckDBStore(db) as store:
+        bob = advise(store, "wrf", user="bob")
+        other = advise(store, "wrf", ext=".nc")
+        unknown = advise(store, "nosuchapp")
+    assert bob["advice"] is False and bob["trials"] == 3
+    assert "3 run(s)" in bob["reason"] and "at least 5" in bob["reason"]
+    assert "settings" not in bob and "romio_hints_file" not in bob
+    assert other["advice"] is False and other["trials"] == 0
+    assert unknown["advice"] is False
+
+
+def test_helpers():
+    assert parse_hints("romio_no_indep_rw=true;cb_nodes=4") == {
+        "romio_no_indep_rw": "true",
+        "cb_nodes": "4",
+    }
+    assert parse_hints("no") == {} and parse_hints(None) == {} and parse_hints("") == {}
+    assert [lfs_size(n) for n in (4 << 20, 1 << 30, 65536, 1000)] == ["4M", "1G", "64K", "1000"]
+
+
+def test_cli(db):
+    res = run_cli("advise", "wrf", "--db", str(db), "--user", "alice", "--ext", "h5")
+    assert res.returncode == 0, res.stderr
+    assert "romio_cb_write enable" in res.stdout
+    assert "lfs setstripe -c 8 -S 4M /lustre/alice/wrf" in res.stdout
+    assert "MPI-IO hints" in res.stdout and "Lustre striping" in res.stdout
+    res = run_cli("advise", "wrf", "--db", str(db), "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["settings"]["stripe"]["best"] == "-c 8 -S 4M"
+    res = run_cli("advise", "wrf", "--db", str(db), "--user", "bob")
+    assert res.returncode == 0 and "No advice yet" in res.stdout and "at least 5" in res.stdout
+
+
+def test_simulated_runs_have_stripe_evidence(sim_db):
+    with sim_db.store() as store:
+        rep = advise(store, "awp")
+    if not rep["advice"]:
+        pytest.skip(rep["reason"])
+    stripe = rep["settings"]["stripe"]
+    assert sum(s["runs"] for s in stripe["settings"]) == rep["trials"]
+    assert rep["lfs_setstripe"].startswith("lfs setstripe -c ")
