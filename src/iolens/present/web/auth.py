@@ -1,0 +1,268 @@
+"""Who is asking, and may they: the one authorisation layer every route goes through.
+
+`authorize` is a FastAPI dependency that `create_app` puts on every route of the server
+(ingest, the query API, the REST API, the pages, the docs and the static files), and a
+test walks `app.routes` to check it stays that way. It resolves the caller:
+
+1. `Authorization: Bearer TOKEN`: an agent token (`iolens serve --agent-token`) or a
+   user's API token (`iolens user add`);
+2. the session cookie the login page or a `?token=` page link set (HMAC-signed, HttpOnly,
+   SameSite=Lax; bound to the user's current token, so `iolens user remove` or a new token
+   ends every session);
+3. a trusted reverse-proxy header such as `X-Remote-User` (Open OnDemand, an SSO proxy),
+   only when the server was told to trust it and only from the trusted proxy addresses.
+
+then applies the route's policy, decided by its path (secure by default: a route not
+listed needs a logged-in user):
+
+- public: `/login`, `/healthz`, `/metrics` (process counters, no job data), `/static/...`
+- ingest: `POST /api/v1/batches` needs an agent token (anyone when none is configured,
+  as before the UI existed)
+- `/api/v1/...` (the `--server` query API): agent tokens (as admins) and users
+- `/admin...`, `/api/admin...`: admins
+- everything else: any logged-in user (agent tokens are refused: they are spread over
+  every node, so they ship data and answer `--server`, nothing more)
+
+What a user may see inside a route (their own jobs; 404 for anyone else's) is decided by
+`iolens.present.web.scope`, which every data route calls with the principal.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import ipaddress
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlencode
+
+from fastapi import HTTPException, Request
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from iolens.present.web.accounts import Accounts, User, valid_name
+from iolens.ship.transport import INGEST_PATH
+
+COOKIE = "iolens_session"
+Policy = Literal["public", "ingest", "query", "user", "admin"]
+
+PUBLIC_PATHS = frozenset({"/login", "/healthz", "/metrics", "/static/{path:path}"})
+
+
+def policy_of(path: str, method: str = "GET") -> Policy:
+    """The access rule of a route, from its path template."""
+    if path in PUBLIC_PATHS:
+        return "public"
+    if path == INGEST_PATH:
+        return "ingest"
+    if path.startswith("/api/v1/"):
+        return "query"
+    if path.startswith(("/admin", "/api/admin")):
+        return "admin"
+    return "user"
+
+
+class WebConfig(BaseModel):
+    """The `[web]` table of `iolens serve --web-config FILE`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trust_header: str | None = Field(
+        default=None,
+        description="Header a trusted reverse proxy sets to the logged-in user name "
+        "(e.g. X-Remote-User); unset: not trusted.",
+    )
+    trusted_proxies: list[str] = Field(
+        default_factory=lambda: ["127.0.0.1", "::1"],
+        description="Addresses or networks (CIDR) the header is accepted from.",
+    )
+    admins: list[str] = Field(
+        default_factory=list,
+        description="Header-authenticated users who are admins (besides `iolens user add "
+        "--admin` accounts).",
+    )
+    session_hours: float = Field(default=12.0, gt=0, description="Session cookie lifetime.")
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for p in value:
+            ipaddress.ip_network(p, strict=False)  # ValueError names the bad entry
+        return value
+
+    secure_cookie: bool = Field(
+        default=False, description="Send the cookie over HTTPS only (behind a TLS proxy)."
+    )
+
+
+class _WebFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    web: WebConfig = Field(default_factory=WebConfig)
+
+
+def load_web_config(path: Path) -> WebConfig:
+    from iolens.tomlconfig import load_toml
+
+    return load_toml(path, _WebFile, "web config file").web
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The caller of a request."""
+
+    name: str
+    admin: bool
+    via: str  # "token" | "session" | "header" | "agent"
+
+    @property
+    def agent(self) -> bool:
+        return self.via == "agent"
+
+
+class AuthError(HTTPException):
+    """401/403 that knows whether to answer a page (the login form) or JSON."""
+
+    def __init__(self, status: int, detail: str, page: bool) -> None:
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        super().__init__(status, detail, headers=headers)
+        self.page = page
+
+
+class LoginRedirect(Exception):
+    """A page URL carried `?token=`: set the session cookie and drop the token from the URL."""
+
+    def __init__(self, location: str, cookie: str, max_age: int) -> None:
+        self.location, self.cookie, self.max_age = location, cookie, max_age
+
+
+@dataclass
+class Authenticator:
+    """The server's view of who may log in: agent tokens, accounts, session secret, config."""
+
+    accounts: Accounts
+    secret: bytes
+    agent_tokens: set[str] = field(default_factory=set)
+    config: WebConfig = field(default_factory=WebConfig)
+
+    def __post_init__(self) -> None:
+        self._proxies = [ipaddress.ip_network(p, strict=False) for p in self.config.trusted_proxies]
+
+    # -- sessions -------------------------------------------------------------------------
+    def session_cookie(self, user: User) -> str:
+        exp = int(time.time() + self.config.session_hours * 3600)
+        name = base64.urlsafe_b64encode(user.name.encode()).decode().rstrip("=")
+        body = f"v1.{name}.{user.key_id}.{exp}"
+        return f"{body}.{self._sign(body)}"
+
+    def _sign(self, body: str) -> str:
+        return hmac.new(self.secret, body.encode(), hashlib.sha256).hexdigest()
+
+    def from_cookie(self, value: str | None) -> User | None:
+        if not value:
+            return None
+        body, _, sig = value.rpartition(".")
+        if not body or not hmac.compare_digest(sig, self._sign(body)):
+            return None
+        try:
+            version, name64, kid, exp = body.split(".")
+            name = base64.urlsafe_b64decode(name64 + "=" * (-len(name64) % 4)).decode()
+            if version != "v1" or int(exp) < time.time():
+                return None
+        except ValueError:
+            return None
+        user = self.accounts.by_key(kid)
+        return user if user is not None and user.name == name else None
+
+    # -- the caller -----------------------------------------------------------------------
+    def bearer(self, request: Request) -> str | None:
+        auth = request.headers.get("authorization") or ""
+        scheme, _, value = auth.partition(" ")
+        return value.strip() if scheme.lower() == "bearer" and value.strip() else None
+
+    def is_agent_token(self, token: str) -> bool:
+        return any(secrets.compare_digest(token, t) for t in self.agent_tokens)
+
+    def _proxy_trusted(self, request: Request) -> bool:
+        host = request.client.host if request.client else None
+        try:
+            addr = ipaddress.ip_address(host or "")
+        except ValueError:
+            return False
+        return any(addr in net for net in self._proxies)
+
+    def resolve(self, request: Request) -> Principal | None:
+        """The caller, or None; a bad bearer token is None too (never a fallback)."""
+        token = self.bearer(request)
+        if token is not None:
+            if self.is_agent_token(token):
+                return Principal("agent", True, "agent")
+            user = self.accounts.verify(token)
+            return Principal(user.name, user.admin, "token") if user else None
+        header = self.config.trust_header
+        if header and request.headers.get(header) and self._proxy_trusted(request):
+            name = request.headers[header].strip()
+            try:
+                valid_name(name)
+            except Exception:
+                return None
+            account = self.accounts.user(name)
+            admin = name in self.config.admins or bool(account and account.admin)
+            return Principal(name, admin, "header")
+        user = self.from_cookie(request.cookies.get(COOKIE))
+        return Principal(user.name, user.admin, "session") if user else None
+
+
+def is_page(path: str) -> bool:
+    """Pages answer HTML (the login form on 401); the rest answer JSON."""
+    return not path.startswith(("/api/", "/openapi.json", "/healthz", "/metrics", "/static/"))
+
+
+def authorize(request: Request) -> Principal | None:
+    """The single gate of every route: resolve the caller and apply the route's policy.
+
+    Stores the principal in `request.state.principal` for the route (None only on public
+    routes and on the ingest route of a server without agent tokens).
+    """
+    auth: Authenticator = request.app.state.auth
+    route = request.scope.get("route")
+    template = getattr(route, "path", request.url.path)
+    policy = policy_of(template, request.method)
+    page = is_page(template)
+    if page and request.method == "GET" and "token" in request.query_params:
+        _token_login(auth, request)  # raises: a redirect, or 401
+    principal = auth.resolve(request)
+    request.state.principal = principal
+    if policy == "public":
+        return principal
+    if policy == "ingest":
+        if not auth.agent_tokens or (principal is not None and principal.agent):
+            return principal
+        raise AuthError(401, "missing or unknown agent token", page=False)
+    if principal is None:
+        raise AuthError(401, "log in: a bearer token, a session or ?token=", page=page)
+    if principal.agent and policy != "query":
+        raise AuthError(403, "agent tokens only ship data and answer --server", page=page)
+    if policy == "admin" and not principal.admin:
+        raise AuthError(403, "administrators only", page=page)
+    return principal
+
+
+def _token_login(auth: Authenticator, request: Request) -> None:
+    token = request.query_params["token"]
+    user = auth.accounts.verify(token)
+    if user is None:
+        raise AuthError(401, "unknown or expired token", page=True)
+    rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+    location = request.url.path + (f"?{urlencode(rest)}" if rest else "")
+    max_age = int(auth.config.session_hours * 3600)
+    raise LoginRedirect(location, auth.session_cookie(user), max_age)
+
+
+def safe_next(target: str | None) -> str:
+    """A post-login redirect target on this server only (no `//host` or scheme)."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target
