@@ -1,0 +1,288 @@
+"""What the Drishti rules share: the rule base, counter sums, offending files, advice."""
+
+from __future__ import annotations
+
+import math
+import posixpath
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from iolens.analyze.darshan.drishti import thresholds as T
+from iolens.analyze.darshan.rule import DarshanRule, RuleContext
+from iolens.analyze.findings.base import Finding
+from iolens.model.darshan import DarshanJob
+
+MiB = 2**20
+
+#: Darshan's request-size bins below 1 MiB, Drishti's "small" requests
+SMALL_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M")
+#: pseudo-files that are not data files
+STD_STREAMS = frozenset({"<STDIN>", "<STDOUT>", "<STDERR>"})
+#: at most this many ranks are listed in evidence
+MAX_RANKS = 16
+
+
+class DrishtiRule(DarshanRule):
+    """A Darshan rule that reproduces one Drishti 0.8 insight (or a DXT Explorer one)."""
+
+    #: Drishti's insight code (`S01`, `P05`, `M02`, ... or DXT Explorer's `D01`, `D02`)
+    drishti_code: ClassVar[str]
+    #: Drishti's level for it: HIGH, WARN, INFO or OK
+    drishti_level: ClassVar[str]
+
+    def finding(
+        self,
+        job: DarshanJob,
+        evidence: dict[str, Any],
+        recommendation: str,
+        *,
+        severity: str | None = None,
+        gain: dict[str, Any] | None = None,
+    ) -> Finding:
+        """As `DarshanRule.finding`, with evidence and gain made plain JSON values."""
+        return super().finding(
+            job,
+            clean(evidence),
+            recommendation,
+            severity=severity,
+            gain=clean(gain) if gain is not None else None,
+        )
+
+
+# --- counters --------------------------------------------------------------------------
+
+
+def col(df: pd.DataFrame, name: str) -> pd.Series:
+    """A counter column, or zeros when this log's module version lacks it."""
+    if name in df.columns:
+        return df[name]
+    return pd.Series(0, index=df.index, dtype="int64")
+
+
+def total(df: pd.DataFrame, *names: str) -> int:
+    return int(sum(int(col(df, n).sum()) for n in names))
+
+
+def ftotal(df: pd.DataFrame, *names: str) -> float:
+    return float(sum(float(col(df, n).sum()) for n in names))
+
+
+def small_bins(df: pd.DataFrame, op: str) -> pd.Series:
+    """Per record, the requests in Darshan's bins up to 1 MiB, as Drishti counts them;
+    `op` is READ or WRITE. Darshan's 100K_1M bin includes requests of exactly 1 MiB."""
+    out = pd.Series(0, index=df.index, dtype="int64")
+    for b in SMALL_BINS:
+        out = out + col(df, f"POSIX_SIZE_{op}_{b}")
+    return out
+
+
+def exact_mib(df: pd.DataFrame, op: str) -> pd.Series:
+    """Per record, the requests of exactly 1 MiB, from Darshan's four most common access
+    sizes (POSIX_ACCESSn_ACCESS/COUNT, reads and writes together), split between reads
+    and writes in proportion to their 100K_1M bins and never above the bin."""
+    acc = pd.Series(0, index=df.index, dtype="int64")
+    for i in range(1, 5):
+        size, count = col(df, f"POSIX_ACCESS{i}_ACCESS"), col(df, f"POSIX_ACCESS{i}_COUNT")
+        acc = acc + count.where(size == T.SMALL_BYTES, 0)
+    r, w = col(df, "POSIX_SIZE_READ_100K_1M"), col(df, "POSIX_SIZE_WRITE_100K_1M")
+    mine = r if op == "READ" else w
+    both = (r + w).where(r + w > 0)
+    est = (acc * mine / both).fillna(0).round()
+    return np.minimum(est, mine).astype("int64")
+
+
+def small_requests(df: pd.DataFrame, op: str) -> pd.Series:
+    """Per record, the requests under 1 MiB (Drishti's small requests, without the
+    requests of exactly 1 MiB that Darshan's 100K_1M bin also holds)."""
+    return small_bins(df, op) - exact_mib(df, op)
+
+
+def modules(job: DarshanJob) -> set[str]:
+    """Every module the log has, as Drishti sees them (`log_get_modules`)."""
+    return set(job.module_info) | set(job.modules)
+
+
+def uses_mpiio(job: DarshanJob) -> bool:
+    return "MPI-IO" in modules(job)
+
+
+def path(job: DarshanJob, rid: Any) -> str:
+    rid = int(rid)
+    return job.names.get(rid, f"<record {rid:#x}>")
+
+
+def per_file(df: pd.DataFrame, values: dict[str, pd.Series], how: str = "sum") -> pd.DataFrame:
+    """`values` (Series aligned with `df`) aggregated per file id."""
+    frame = pd.DataFrame({"id": df["id"], **values})
+    return frame.groupby("id").agg(how)
+
+
+def top_files(
+    job: DarshanJob, files: pd.DataFrame, by: str, n: int = T.TOP_FILES
+) -> list[dict[str, Any]]:
+    """The `n` files with the largest `by`, as evidence rows (path first, plain numbers)."""
+    top = files.sort_values(by, ascending=False).head(n)
+    return [
+        {"path": path(job, rid), **{str(k): plain(v) for k, v in row.items()}}
+        for rid, row in top.to_dict(orient="index").items()
+    ]
+
+
+def ranks_of(df: pd.DataFrame, ids: Any) -> list[int]:
+    """Ranks with records on the files `ids`; -1 stands for all ranks (a shared record)."""
+    ranks = df.loc[df["id"].isin(list(ids)), "rank"].unique()
+    return sorted(int(r) for r in ranks)[:MAX_RANKS]
+
+
+def plain(v: Any) -> Any:
+    """numpy scalars as Python numbers, floats rounded for the evidence."""
+    if isinstance(v, bool | np.bool_):
+        return bool(v)
+    if isinstance(v, np.integer | int):
+        return int(v)
+    if isinstance(v, np.floating | float):
+        return round(float(v), 4) if math.isfinite(v) else None
+    return v
+
+
+def clean(v: Any) -> Any:
+    """`plain` applied through dicts and lists."""
+    if isinstance(v, dict):
+        return {str(k): clean(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [clean(x) for x in v]
+    return plain(v)
+
+
+def share_severity(share: float) -> str:
+    """Drishti HIGH: critical when it concerns most of the job's I/O, warning otherwise."""
+    return "critical" if share >= T.CRITICAL_SHARE else "warning"
+
+
+def human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"  # pragma: no cover
+
+
+def request_gain(ops: int, nbytes: int, what: str) -> dict[str, Any] | None:
+    """Requests now vs. requests to move the same bytes in 1 MiB requests."""
+    target = max(1, math.ceil(nbytes / T.TARGET_REQUEST))
+    if ops <= target:
+        return None
+    return {
+        "metric": f"{what}_requests",
+        "factor": round(ops / target, 1),
+        "current": int(ops),
+        "at_1MiB": int(target),
+        "basis": f"{ops} requests move {human(nbytes)}; in 1 MiB requests that is {target}",
+    }
+
+
+# --- site facts: hints, nodes, striping ---------------------------------------------------
+
+
+def hints(job: DarshanJob) -> dict[str, str]:
+    """The MPI-IO hints Darshan recorded (`h=key=value;...`); {} for none or `h=no`."""
+    out = {}
+    for item in job.metadata.get("h", "").split(";"):
+        key, sep, value = item.partition("=")
+        if sep and key.strip():
+            out[key.strip()] = value.strip()
+    return out
+
+
+def node_count(job: DarshanJob, ctx: RuleContext) -> tuple[int | None, bool]:
+    """(nodes, exact): from the site (`ctx.extra["nnodes"]`, e.g. the scheduler record) or
+    the distinct DXT hostnames, exact only when DXT saw every rank (else a lower bound)."""
+    n = ctx.extra.get("nnodes")
+    if n:
+        return int(n), True
+    dxt = job.dxt
+    if dxt is None or not len(dxt) or "hostname" not in dxt.columns:
+        return None, False
+    hosts = dxt["hostname"].dropna()
+    hosts = hosts[hosts.astype(str).str.len() > 0]
+    if not len(hosts):
+        return None, False
+    exact = dxt["rank"].nunique() >= job.nprocs
+    return int(hosts.nunique()), bool(exact)
+
+
+def stripe_of(job: DarshanJob, rid: Any) -> tuple[int, int] | None:
+    """(stripe count, stripe size) of a file from the LUSTRE module, if recorded."""
+    lu = job.lustre
+    if lu is None or not len(lu):
+        return None
+    rows = lu[lu["id"] == np.uint64(int(rid))]
+    if not len(rows):
+        return None
+    r = rows.iloc[0]
+    return int(r["stripe_count"]), int(r["stripe_size"])
+
+
+def setstripe(job: DarshanJob, ctx: RuleContext, rid: Any | None) -> str:
+    """`lfs setstripe` for the directory of file `rid`: wider than today, within the file
+    system's OST count when the site gives it."""
+    current = stripe_of(job, rid) if rid is not None else None
+    count = max(8, 2 * current[0]) if current else 8
+    if ctx.ost_total:
+        count = min(count, ctx.ost_total)
+    where = posixpath.dirname(path(job, rid)) if rid is not None else "OUTDIR"
+    return f"lfs setstripe -c {count} -S 4M {where or 'OUTDIR'}"
+
+
+def mpich_hints(**kv: Any) -> str:
+    """ROMIO hints as MPICH's environment variable (Open MPI: ROMIO_HINTS file)."""
+    body = ":".join(f"{k}={v}" for k, v in kv.items())
+    return f'export MPICH_MPIIO_HINTS="*:{body}"'
+
+
+# --- per-rank workload (D01, D02) ---------------------------------------------------------
+
+
+def per_rank(job: DarshanJob) -> pd.DataFrame:
+    """Bytes, requests and I/O seconds of every rank 0..nprocs-1 over POSIX and STDIO data
+    files. Shared records (rank -1) are spread evenly: Darshan keeps no per-rank split."""
+    n = max(int(job.nprocs), 1)
+    out = pd.DataFrame(0.0, index=pd.RangeIndex(n, name="rank"), columns=["bytes", "ops", "time"])
+    std_ids = {k for k, v in job.names.items() if v in STD_STREAMS}
+    for mod, p in (("POSIX", "POSIX"), ("STDIO", "STDIO")):
+        c, f = job.counters(mod), job.fcounters(mod)
+        if not len(c):
+            continue
+        keep = ~c["id"].isin(std_ids)
+        c = c[keep]
+        f = f[f["id"].isin(c["id"])]
+        frame = pd.DataFrame(
+            {
+                "rank": c["rank"].to_numpy(),
+                "bytes": (col(c, f"{p}_BYTES_READ") + col(c, f"{p}_BYTES_WRITTEN")).to_numpy(),
+                "ops": (col(c, f"{p}_READS") + col(c, f"{p}_WRITES")).to_numpy(),
+            }
+        )
+        t = pd.DataFrame(
+            {
+                "rank": f["rank"].to_numpy(),
+                "time": (
+                    col(f, f"{p}_F_READ_TIME")
+                    + col(f, f"{p}_F_WRITE_TIME")
+                    + col(f, f"{p}_F_META_TIME")
+                ).to_numpy(),
+            }
+        )
+        own = frame[frame["rank"] >= 0].groupby("rank")[["bytes", "ops"]].sum()
+        own_t = t[t["rank"] >= 0].groupby("rank")["time"].sum()
+        own = own[own.index < n]
+        own_t = own_t[own_t.index < n]
+        out.loc[own.index, ["bytes", "ops"]] += own.to_numpy(dtype=float)
+        out.loc[own_t.index, "time"] += own_t.to_numpy(dtype=float)
+        shared = frame[frame["rank"] < 0]
+        out["bytes"] += float(shared["bytes"].sum()) / n
+        out["ops"] += float(shared["ops"].sum()) / n
+        out["time"] += float(t.loc[t["rank"] < 0, "time"].sum()) / n
+    return out

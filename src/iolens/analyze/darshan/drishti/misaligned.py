@@ -1,0 +1,147 @@
+"""DP07, DP08 (Drishti P07, P08): requests misaligned in memory or in the file."""
+
+from __future__ import annotations
+
+from iolens.analyze.darshan.drishti import thresholds as T
+from iolens.analyze.darshan.drishti.common import (
+    DrishtiRule,
+    human,
+    mpich_hints,
+    per_file,
+    ranks_of,
+    setstripe,
+    share_severity,
+    stripe_of,
+    top_files,
+    total,
+)
+from iolens.analyze.darshan.drishti.hdf5 import alignment, uses_hdf5
+from iolens.analyze.darshan.rule import RuleContext
+from iolens.analyze.findings.base import Finding
+from iolens.model.darshan import DarshanJob
+
+
+def _misaligned(job: DarshanJob, counter: str) -> tuple[int, int] | None:
+    if not job.has("POSIX"):
+        return None
+    c = job.counters("POSIX")
+    ops = total(c, "POSIX_READS", "POSIX_WRITES")
+    bad = total(c, counter)
+    if not ops or bad / ops <= T.MISALIGNED_REQUESTS:
+        return None
+    return bad, ops
+
+
+class MisalignedMemory(DrishtiRule):
+    """Many requests use buffers misaligned in memory.
+
+    Symptom: more than 10 % of the POSIX requests use a buffer not aligned to the memory
+    alignment Darshan detected (POSIX_MEM_NOT_ALIGNED), Drishti's misaligned_requests.
+    Why it hurts: misaligned buffers cost extra copies in the kernel and the network
+    stack, and rule out direct I/O and RDMA straight from the user buffer.
+    What to do: allocate I/O buffers aligned to the page size (`posix_memalign`).
+    """
+
+    code = "DP07"
+    name = "misaligned-memory"
+    target = "developer"
+    drishti_code = "P07"
+    drishti_level = "HIGH"
+
+    def check(self, job: DarshanJob, ctx: RuleContext) -> Finding | None:
+        hit = _misaligned(job, "POSIX_MEM_NOT_ALIGNED")
+        if hit is None:
+            return None
+        bad, ops = hit
+        c = job.counters("POSIX")
+        files = per_file(c, {"mem_not_aligned": c["POSIX_MEM_NOT_ALIGNED"]})
+        files["mem_alignment"] = per_file(c, {"a": c["POSIX_MEM_ALIGNMENT"]}, "max")["a"]
+        files = files[files["mem_not_aligned"] > 0]
+        share = bad / ops
+        return self.finding(
+            job,
+            {
+                "requests": ops,
+                "mem_not_aligned": bad,
+                "share": round(share, 4),
+                "files": top_files(job, files, "mem_not_aligned"),
+                "ranks": ranks_of(c, files.index),
+            },
+            f"{share:.0%} of the requests use misaligned buffers. Allocate I/O buffers "
+            "page-aligned: `posix_memalign(&buf, 4096, size);`",
+            severity=share_severity(share),
+            gain={
+                "metric": "misaligned_requests",
+                "fraction": round(share, 4),
+                "basis": "share of requests that would use aligned buffers",
+            },
+        )
+
+
+class MisalignedFile(DrishtiRule):
+    """Many requests are misaligned with the file system's blocks.
+
+    Symptom: more than 10 % of the POSIX requests start or end off the file alignment
+    Darshan detected (POSIX_FILE_NOT_ALIGNED; on Lustre the stripe size), Drishti's
+    misaligned_requests.
+    Why it hurts: a request that straddles a block or stripe boundary touches two
+    blocks (two OSTs on Lustre) and takes two extent locks; on shared files the ranks'
+    straddling requests contend for the same locks.
+    What to do: align requests (and HDF5 objects) to the stripe size, or choose a stripe
+    size that is a multiple of the request size.
+    """
+
+    code = "DP08"
+    name = "misaligned-file"
+    target = "developer"
+    drishti_code = "P08"
+    drishti_level = "HIGH"
+
+    def check(self, job: DarshanJob, ctx: RuleContext) -> Finding | None:
+        hit = _misaligned(job, "POSIX_FILE_NOT_ALIGNED")
+        if hit is None:
+            return None
+        bad, ops = hit
+        c = job.counters("POSIX")
+        files = per_file(c, {"file_not_aligned": c["POSIX_FILE_NOT_ALIGNED"]})
+        files["requests"] = per_file(c, {"r": c["POSIX_READS"] + c["POSIX_WRITES"]})["r"]
+        files["file_alignment"] = per_file(c, {"a": c["POSIX_FILE_ALIGNMENT"]}, "max")["a"]
+        files = files[files["file_not_aligned"] > 0]
+        top = files.sort_values("file_not_aligned", ascending=False)
+        worst = top.index[0] if len(top) else None
+        stripe = stripe_of(job, worst) if worst is not None else None
+        align = int(top["file_alignment"].iloc[0]) if len(top) else 0
+        share = bad / ops
+        advice = [
+            f"{share:.0%} of the requests are misaligned"
+            + (f" with the {human(align)} file alignment." if align > 1 else ".")
+            + " Make offsets and sizes multiples of the stripe size"
+        ]
+        if stripe:
+            advice.append(
+                f"(this file: {stripe[0]} stripes of {human(stripe[1])}), or pick a stripe size "
+                f"that divides the request size: `{setstripe(job, ctx, worst)}`."
+            )
+        else:
+            advice.append(f"(`lfs getstripe FILE`); on Lustre: `{setstripe(job, ctx, worst)}`.")
+        advice.append(f"MPI-IO: `{mpich_hints(striping_unit=4194304)}`.")
+        if uses_hdf5(job):
+            advice.append(alignment(stripe[1] if stripe else None))
+        return self.finding(
+            job,
+            {
+                "requests": ops,
+                "file_not_aligned": bad,
+                "share": round(share, 4),
+                "files": top_files(job, files, "file_not_aligned"),
+                "ranks": ranks_of(c, files.index),
+                "stripe": {"count": stripe[0], "size": stripe[1]} if stripe else None,
+            },
+            " ".join(advice),
+            severity=share_severity(share),
+            gain={
+                "metric": "misaligned_requests",
+                "fraction": round(share, 4),
+                "basis": "share of requests that would stop straddling block boundaries",
+            },
+        )

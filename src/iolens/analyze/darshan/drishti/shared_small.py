@@ -1,0 +1,110 @@
+"""DP15, DP16 (Drishti P15, P16): small requests to files shared by all ranks."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from iolens.analyze.darshan.drishti import thresholds as T
+from iolens.analyze.darshan.drishti.common import (
+    DrishtiRule,
+    exact_mib,
+    mpich_hints,
+    per_file,
+    request_gain,
+    setstripe,
+    share_severity,
+    small_requests,
+    top_files,
+    total,
+)
+from iolens.analyze.darshan.drishti.hdf5 import mpio_collective, uses_hdf5
+from iolens.analyze.darshan.rule import RuleContext
+from iolens.analyze.findings.base import Finding
+from iolens.model.darshan import DarshanJob
+
+
+class _SharedSmall(DrishtiRule):
+    target = "developer"
+    drishti_level = "HIGH"
+    op: ClassVar[str]
+
+    def check(self, job: DarshanJob, ctx: RuleContext) -> Finding | None:
+        if not job.has("POSIX"):
+            return None
+        c = job.counters("POSIX")
+        c = c[c["rank"] == -1]  # Darshan's shared records: files opened by every rank
+        if not len(c):
+            return None
+        verb = self.op.lower()
+        bytes_col = "POSIX_BYTES_READ" if self.op == "READ" else "POSIX_BYTES_WRITTEN"
+        ops = total(c, f"POSIX_{self.op}S")
+        small = small_requests(c, self.op)
+        n_small = int(small.sum())
+        n_mib = int(exact_mib(c, self.op).sum())
+        if not ops or n_small / ops <= T.SMALL_REQUESTS or n_small <= T.SMALL_REQUESTS_ABSOLUTE:
+            return None
+        share = n_small / ops
+        files = per_file(c, {f"small_{verb}s": small, f"{verb}s": c[f"POSIX_{self.op}S"]})
+        files["bytes"] = per_file(c, {"b": c[bytes_col]})["b"]
+        files = files[files[f"small_{verb}s"] > 0]
+        worst = files[f"small_{verb}s"].idxmax()
+        nbytes = total(c, bytes_col)
+        call = "MPI_File_write_at_all" if self.op == "WRITE" else "MPI_File_read_at_all"
+        hint = "romio_cb_write" if self.op == "WRITE" else "romio_cb_read"
+        advice = (
+            f"{n_small} of {ops} {verb}s to shared files ({share:.0%}) are under 1 MiB. "
+            f"Coalesce them with collective MPI-IO (`{call}(fh, off, buf, n, type, &st)`) and "
+            f"collective buffering: `{mpich_hints(**{hint: 'enable', 'cb_buffer_size': 16777216})}`"
+            f"; stripe the shared file widely: `{setstripe(job, ctx, worst)}`."
+        )
+        if uses_hdf5(job):
+            advice += " " + mpio_collective()
+        return self.finding(
+            job,
+            {
+                f"shared_{verb}s": ops,
+                f"small_shared_{verb}s": n_small,
+                "small_share": round(share, 4),
+                "exact_1MiB_not_counted": n_mib,
+                "files": top_files(job, files, f"small_{verb}s"),
+                "ranks": [-1],
+            },
+            advice,
+            severity=share_severity(share),
+            gain=request_gain(ops, nbytes, f"shared_{verb}"),
+        )
+
+
+class SharedSmallReads(_SharedSmall):
+    """Many small reads to files shared by all ranks.
+
+    Symptom: on Darshan's shared records (files every rank opened), more than 10 % of
+    the reads, and more than 1,000, are under 1 MiB (not counting reads of exactly
+    1 MiB, which Drishti counts as small).
+    Why it hurts: the ranks' small reads reach the same OSTs at once, each paying a full
+    RPC; the servers see thousands of tiny uncoordinated requests.
+    What to do: coalesce them with collective MPI-IO reads and collective buffering.
+    """
+
+    code = "DP15"
+    name = "shared-small-reads"
+    drishti_code = "P15"
+    op = "READ"
+
+
+class SharedSmallWrites(_SharedSmall):
+    """Many small writes to files shared by all ranks.
+
+    Symptom: on Darshan's shared records (files every rank opened), more than 10 % of
+    the writes, and more than 1,000, are under 1 MiB (not counting writes of exactly
+    1 MiB, which Drishti counts as small).
+    Why it hurts: small writes from many ranks to one file contend for its extent locks
+    and stripes; throughput collapses as ranks are added.
+    What to do: coalesce them with collective MPI-IO writes and collective buffering, and
+    stripe the file over more OSTs.
+    """
+
+    code = "DP16"
+    name = "shared-small-writes"
+    drishti_code = "P16"
+    op = "WRITE"
