@@ -44,16 +44,13 @@ def _family_rules(key: str) -> list[Any]:
         from iolens.analyze.findings import JOB_RULES
 
         return list(JOB_RULES)
-    try:  # TODO(integration): drop the guard once both Darshan families have landed
-        if key == "zoomin":
-            from iolens.analyze.darshan import zoomin
+    if key == "zoomin":
+        from iolens.analyze.darshan import zoomin
 
-            return list(zoomin.RULES)
-        from iolens.analyze.darshan import drishti
+        return list(zoomin.RULES)
+    from iolens.analyze.darshan import drishti
 
-        return list(drishti.RULES)
-    except (ImportError, AttributeError):
-        return []
+    return list(drishti.RULES)
 
 
 _LABELS = (("Symptom:", "symptom"), ("Why it hurts:", "why"), ("What to do:", "what"))

@@ -13,7 +13,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from iolens.present import report_plots as plots
+from iolens.present.plots import job as plots
 from iolens.store.base import Store
 
 #: Darshan's request-size buckets (POSIX_SIZE_READ_0_100 ... _1G_PLUS) and their inclusive upper
@@ -143,15 +143,13 @@ def _size_histogram(
 
 def _darshan_figures(logs: list[Any]) -> list[tuple[str, str]]:
     """The zoom-in job view: the sweep-line covering set of each log, when it can be drawn."""
-    try:
-        from iolens.analyze.darshan.zoomin.covering import covering_set
-        from iolens.present.plots import covering_set_timeline
-    except ImportError:  # TODO(integration): the zoom-in package lands in this issue
-        return []
+    from iolens.analyze.darshan.zoomin import covering_set
+    from iolens.present.plots import covering_set_timeline
+
     out = []
     for log in logs:
         cover = covering_set(log)
-        if cover:
+        if cover.cover:
             out.append(
                 (
                     f"I/O covering set ({log.exe.split()[0].rsplit('/', 1)[-1] or 'log'})",

@@ -1,4 +1,4 @@
-"""The per-job plots of the HTML report, as inline SVG strings (no network, no JS).
+"""The per-job plots of the HTML report and the job page, as inline SVG strings (no network, no JS).
 
 matplotlib's object API (`Figure`, never pyplot) keeps the plots thread-safe for the
 server; text stays text in the SVG (`svg.fonttype: none`), so the files stay small.
