@@ -20,8 +20,8 @@ often carry a copy at the top) is not a run of its own.
 `run_id` is the result directory's name. A run is keyed by (system, run_id): importing it
 again replaces its rows, so imports are idempotent. That is why runs are written by
 `load_runs` (one transaction: delete the runs' rows, append the new ones) rather than by
-`load()`, whose batch keys skip a batch seen before instead of replacing it. Per-directory problems raise
-`InputError` naming the directory; `import_paths` collects them and carries on.
+`load()`, whose batch keys skip a batch seen before instead of replacing it. Per-directory
+problems raise `InputError` naming the directory; `import_paths` collects them and carries on.
 
 Times in the files are the site's local times without a zone: they are stored as written
 (taken as UTC) unless the caller names the zone (None: this machine's).
