@@ -1,149 +1,944 @@
-"""Read a `.darshan` file into a `DarshanJob` through PyDarshan's low-level reader.
+"""Read `.darshan` files through libdarshan-util (PyDarshan's cffi handle), record by record.
 
-The record-by-record reader (`darshan.backend.cffi_backend`) is used rather than
-`DarshanReport`, whose pandas conversion of DXT data needs gigabytes on large logs: here
-counter records become one numpy block per module and DXT is read one record at a time.
+PyDarshan's `DarshanReport` turns DXT into pandas frames (gigabytes on large logs) and its
+backend helpers treat a failed read as "no more records", so a truncated log silently looks
+smaller. Here every call's return code is checked, fixed-size records are copied straight
+into one numpy block per module, and DXT is handed out one file record at a time as a
+zero-copy view of the library's buffer, so the importer can merge and store it in chunks.
+
+libdarshan-util is C: a truncated log makes it read past its regions, and a failed read
+can leave its handle in a state where closing it double-frees. So after the header is
+parsed (by the library, which knows every format version and byte order), the region map
+is checked against the file size before any region is touched, and a handle that saw a
+read error is never closed (a small leak instead of a crash of the whole batch).
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import bz2
+import os
+import re
+import struct
+import sys
+import tempfile
+import zlib
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from iolens.errors import InputError
-from iolens.model.darshan import COUNTER_MODULES, DarshanJob, ModuleData
+from iolens.model.darshan import DarshanJob, ModuleData
+
+#: Modules with fixed-size records read into counter frames (PyDarshan's struct names).
+FIXED_MODULES = (
+    "POSIX",
+    "MPI-IO",
+    "STDIO",
+    "H5F",
+    "H5D",
+    "PNETCDF_FILE",
+    "PNETCDF_VAR",
+    "DFS",
+    "DAOS",
+    "BG/Q",
+)
+#: AutoPerf modules: a header record, then one fixed-size record per rank.
+AUTOPERF_MODULES = ("APMPI", "APXC")
+DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
+
+#: One DXT segment as libdarshan-util lays it out (`struct segment_info`).
+SEGMENT = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
+
+#: Segments decoded and merged per numpy pass: bounds memory on records of millions.
+MERGE_WINDOW = 1 << 16
+#: `struct dxt_file_record`: id, rank, shared_record, hostname[64], write/read counts.
+_DXT_HEAD = struct.Struct("Q q q 64s q q")
+#: Compressed bytes read from the file per step while streaming a region.
+_READ_STEP = 1 << 20
+
+# libdarshan-util's `struct darshan_fd_s` (darshan-logutils.h, 3.2-3.5): the parsed
+# header it keeps. version[8], swap_flag, partial_flag, comp_type, job_map, name_map,
+# mod_map[64], mod_ver[64]. Checked at run time against the header before it is trusted.
+_FD_LAYOUT = struct.Struct("<8s i 4x Q i 4x QQ QQ")
+_FD_MOD_MAPS = 64
 
 
-def _backend():
+def _backend() -> Any:
     import darshan.backend.cffi_backend as backend
 
     return backend
 
 
-def read_log(path: str | Path, *, dxt: bool = True) -> DarshanJob:
-    """The whole log as a `DarshanJob`; an unreadable log raises `InputError` naming it."""
-    b = _backend()
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(str(path), "no such Darshan log")
-    try:
-        log = b.log_open(str(path))
-    except Exception as exc:  # the C library reports through stderr and a NULL handle
-        raise InputError(str(path), f"not a readable Darshan log ({exc})") from None
-    if not log or not log.get("handle"):
-        raise InputError(str(path), "not a readable Darshan log")
-    try:
-        return _read(b, log, path, dxt)
-    except InputError:
-        raise
-    except Exception as exc:
-        raise InputError(str(path), f"corrupt Darshan log ({type(exc).__name__}: {exc})") from None
-    finally:
-        b.log_close(log)
+@contextmanager
+def _c_stderr() -> Iterator[list[str]]:
+    """Capture what C code writes to file descriptor 2 (libdarshan-util's messages)."""
+    lines: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text = tmp.read().decode("utf-8", "replace")
+            lines += [ln.strip() for ln in text.splitlines() if ln.strip()]
 
 
-def _ts(sec: int, nsec: int = 0) -> datetime:
-    return datetime.fromtimestamp(sec + nsec / 1e9, UTC).replace(tzinfo=None)
-
-
-def _read(b, log: dict, path: Path, with_dxt: bool) -> DarshanJob:
-    job = b.log_get_job(log)
-    mods = b.log_get_modules(log)
-    meta = dict(job.get("metadata") or {})
-    out = DarshanJob(
-        job_id=str(job["jobid"]),
-        uid=int(job["uid"]),
-        exe=b.log_get_exe(log) or "",
-        nprocs=int(job["nprocs"]),
-        start=_ts(job["start_time_sec"], job.get("start_time_nsec", 0)),
-        end=_ts(job["end_time_sec"], job.get("end_time_nsec", 0)),
-        run_time=float(job.get("run_time") or 0.0),
-        log_version=str(job.get("log_ver", "")),
-        lib_version=str(meta.pop("lib_ver", "")),
-        metadata={str(k): str(v) for k, v in meta.items()},
-        mounts=[(m, t) for m, t in b.log_get_mounts(log)],
-        path=str(path),
+def _utc(sec: int, nsec: int = 0) -> datetime:
+    return datetime.fromtimestamp(sec, UTC).replace(tzinfo=None) + timedelta(
+        microseconds=nsec // 1000
     )
-    out.names = {int(k): v for k, v in b.log_get_name_records(log).items()}
-    out.module_info = {
-        name: {"version": int(m["ver"]), "bytes": int(m["len"]), "partial": bool(m["partial_flag"])}
-        for name, m in mods.items()
-    }
-    for name in mods:
-        if name in COUNTER_MODULES:
-            out.modules[name] = _counter_module(b, log, name, mods[name])
-            out.module_info[name]["records"] = len(out.modules[name].counters)
-    if "LUSTRE" in mods:
-        out.lustre = _lustre(b, log)
-        out.module_info["LUSTRE"]["records"] = len(out.lustre)
-    if with_dxt:
-        frames = [_dxt(b, log, m) for m in ("DXT_POSIX", "DXT_MPIIO") if m in mods]
-        frames = [f for f in frames if len(f)]
-        out.dxt = pd.concat(frames, ignore_index=True) if frames else None
-    return out
 
 
-def _counter_module(b, log: dict, name: str, info: dict) -> ModuleData:
-    cnames, fnames = list(b.counter_names(name)), list(b.fcounter_names(name))
-    ids, ranks, cs, fs = [], [], [], []
-    while (rec := b.log_get_record(log, name)) is not None:
-        ids.append(rec["id"])
-        ranks.append(rec["rank"])
-        cs.append(rec["counters"])
-        fs.append(rec["fcounters"])
-    idx = pd.DataFrame({"id": np.array(ids, dtype=np.uint64), "rank": np.array(ranks, np.int64)})
-    c = np.vstack(cs).astype(np.int64) if cs else np.empty((0, len(cnames)), np.int64)
-    f = np.vstack(fs).astype(np.float64) if fs else np.empty((0, len(fnames)), np.float64)
-    counters = pd.concat([idx, pd.DataFrame(c, columns=cnames)], axis=1)
-    fcounters = pd.concat([idx.copy(), pd.DataFrame(f, columns=fnames)], axis=1)
-    return ModuleData(counters, fcounters, int(info["ver"]), bool(info["partial_flag"]))
+@dataclass
+class DxtRecord:
+    """One DXT file record (one file on one rank): its segments come from `chunks()`."""
+
+    module: str
+    id: int
+    rank: int
+    hostname: str
+    writes: int
+    reads: int
+    _source: Iterator[tuple[str, Iterator[np.ndarray]]] = field(default_factory=lambda: iter(()))
+
+    def ops(self) -> Iterator[tuple[str, Iterator[np.ndarray]]]:
+        """("write", windows), then ("read", windows): SEGMENT arrays in time order, each
+        of at most `MERGE_WINDOW`; consume them in this order."""
+        return self._source
 
 
-def _lustre(b, log: dict) -> pd.DataFrame:
-    rows = []
-    while (rec := b.log_get_record(log, "LUSTRE")) is not None:
-        if "components" in rec:  # Darshan >= 3.4.5: one entry per layout component
-            comps = rec["components"] or [{"counters": [0, 0], "ost_ids": []}]
-            c = comps[0]["counters"]
-            osts = sorted({int(o) for comp in comps for o in comp["ost_ids"]})
-            size, count = int(c[0]), int(c[1])
-        else:  # older: LUSTRE_STRIPE_SIZE, LUSTRE_STRIPE_WIDTH, ..., then the OST list
-            names = list(b.counter_names("LUSTRE"))
-            c = dict(zip(names, rec["counters"], strict=False))
-            size, count = int(c.get("LUSTRE_STRIPE_SIZE", 0)), int(c.get("LUSTRE_STRIPE_WIDTH", 0))
-            osts = [int(o) for o in rec.get("ost_ids", [])]
-        rows.append(
-            {
-                "id": np.uint64(rec["id"]),
-                "rank": rec["rank"],
-                "stripe_size": size,
-                "stripe_count": count,
-                "osts": osts,
-            }
+class _Region:
+    """One log region decompressed as a stream (a chain of zlib / bzip2 streams, as
+    libdarshan-util writes one per rank or per buffer flush)."""
+
+    def __init__(self, path: Path, off: int, length: int, comp: int, source: str, what: str):
+        self.f = path.open("rb")
+        self.f.seek(off)
+        self.left = length
+        self.comp = comp
+        self.source, self.what = source, what
+        self.d: Any = self._decompressor()
+        self.buf = bytearray()
+        self.pending = b""  # compressed input not consumed yet
+
+    def _decompressor(self) -> Any:
+        if self.comp == 0:
+            return zlib.decompressobj()
+        if self.comp == 1:
+            return bz2.BZ2Decompressor()
+        return None
+
+    def _more(self, want: int) -> bool:
+        """Decompress until `want` bytes are buffered; False at the end of the region."""
+        while len(self.buf) < want:
+            d = self.d
+            if d is not None and d.eof:  # one stream ended: the next starts in what it left
+                # (unused_data holds all of it; zlib's unconsumed_tail may repeat part of it)
+                self.d, self.pending = self._decompressor(), d.unused_data
+                continue
+            if d is not None and self.comp == 1 and not d.needs_input:
+                self.buf += self._inflate(b"")  # bzip2 still holds output for its input
+                continue
+            if not self.pending:
+                if self.left <= 0:
+                    return False
+                self.pending = self.f.read(min(_READ_STEP, self.left))
+                if not self.pending:
+                    raise InputError(self.source, f"truncated Darshan log ({self.what} region)")
+                self.left -= len(self.pending)
+            if d is None:
+                self.buf += self.pending
+                self.pending = b""
+                continue
+            data, self.pending = self.pending, b""
+            self.buf += self._inflate(data)
+            if self.comp == 0 and not d.eof:
+                self.pending = d.unconsumed_tail  # input left when the output limit hit
+        return True
+
+    def _inflate(self, data: bytes) -> bytes:
+        try:
+            return bytes(self.d.decompress(data, _READ_STEP))
+        except (zlib.error, OSError, EOFError, ValueError) as exc:
+            raise InputError(
+                self.source, f"corrupt Darshan log: {self.what} region ({exc})"
+            ) from None
+
+    def read(self, n: int, allow_end: bool = False) -> bytes | None:
+        if not self._more(n):
+            if allow_end and len(self.buf) < n:
+                self.buf.clear()
+                self.f.close()
+                return None
+            raise InputError(self.source, f"corrupt Darshan log: {self.what} region ends early")
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+
+def _segments(
+    stream: _Region, dtype: np.dtype, writes: int, reads: int, no_offsets: bool
+) -> Iterator[tuple[str, Iterator[np.ndarray]]]:
+    for op, n in (("write", writes), ("read", reads)):
+        windows = _windows(stream, dtype, n, no_offsets)
+        yield op, windows
+        for _ in windows:  # the caller may stop early: the stream must move on
+            pass
+
+
+def _windows(stream: _Region, dtype: np.dtype, n: int, no_offsets: bool) -> Iterator[np.ndarray]:
+    while n > 0:
+        k = min(n, MERGE_WINDOW)
+        raw = stream.read(k * dtype.itemsize)
+        assert raw is not None
+        segs = np.frombuffer(raw, dtype).astype(SEGMENT)
+        if no_offsets:
+            segs["offset"] = -1
+        yield segs
+        n -= k
+
+
+@dataclass
+class Heatmap:
+    """One HEATMAP record: bytes per time bin since the job start, for one module/rank."""
+
+    module: str  # the instrumented module, from the record name "heatmap:POSIX"
+    rank: int
+    bin_width: float  # seconds
+    write_bins: np.ndarray
+    read_bins: np.ndarray
+
+
+@dataclass
+class Block:
+    """A fixed-size module's records as numpy blocks: what the store keeps, and what the
+    importer computes from without going through pandas."""
+
+    module: str
+    ids: np.ndarray  # uint64 record ids (name hashes)
+    ranks: np.ndarray  # int64, -1 for records Darshan reduced over all ranks
+    c: np.ndarray  # (records, counters) int64, in counter-name order
+    f: np.ndarray  # (records, fcounters) float64
+    cnames: list[str]
+    fnames: list[str]
+    version: int = 0
+    partial: bool = False
+
+    def __post_init__(self) -> None:
+        self._at = {n: i for i, n in enumerate(self.cnames)}
+        self._fat = {n: i for i, n in enumerate(self.fnames)}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def col(self, name: str) -> np.ndarray:
+        """A counter's column (int or float); zeros when this format version lacks it."""
+        if name in self._at:
+            return self.c[:, self._at[name]]
+        if name in self._fat:
+            return self.f[:, self._fat[name]]
+        return np.zeros(len(self.ids), np.float64 if "_F_" in name else np.int64)
+
+    def data(self) -> ModuleData:
+        """The `DarshanJob` form: PyDarshan's wide frames."""
+        return ModuleData(
+            _frame(self.ids, self.ranks, self.c, self.cnames),
+            _frame(self.ids, self.ranks, self.f, self.fnames),
+            self.version,
+            self.partial,
         )
-    return pd.DataFrame(rows, columns=["id", "rank", "stripe_size", "stripe_count", "osts"])
 
 
-def _dxt(b, log: dict, module: str) -> pd.DataFrame:
-    """DXT segments, one row each (first-pass merging is the importer's job)."""
-    cols: dict[str, list] = {
-        k: [] for k in ("rank", "hostname", "id", "op", "offset", "length", "start", "end")
+def _frame(ids: np.ndarray, ranks: np.ndarray, block: np.ndarray, names: list[str]) -> pd.DataFrame:
+    idx = pd.DataFrame({"id": ids, "rank": ranks})
+    return pd.concat([idx, pd.DataFrame(block, columns=names)], axis=1)
+
+
+class DarshanLog:
+    """An open Darshan log. Use as a context manager; errors are `InputError`s naming it."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.source = str(self.path)
+        b = _backend()
+        self.ffi, self.lib = b.ffi, b.libdutil
+        self._b = b
+        self.handle: Any = None
+        self._poisoned = False
+        try:
+            self.size = self.path.stat().st_size
+        except FileNotFoundError:
+            raise InputError(self.source, "no such file") from None
+        except OSError as exc:
+            raise InputError(self.source, exc.strerror or str(exc)) from None
+        if not self.path.is_file():
+            raise InputError(self.source, "not a regular file")
+        if self.size == 0:
+            raise InputError(self.source, "empty file (0 bytes), not a Darshan log")
+        with _c_stderr() as said:
+            handle = self.lib.darshan_log_open(str(self.path).encode())
+        if handle == self.ffi.NULL:
+            raise InputError(self.source, f"not a readable Darshan log{_why(said)}")
+        self.handle = handle
+        try:
+            self._check_regions()
+            with _c_stderr() as said:
+                self.job = self._job(said)
+                self.modules = self._modules()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def close(self) -> None:
+        if self.handle is not None and not self._poisoned:
+            self.lib.darshan_log_close(self.handle)
+        self.handle = None
+
+    def __enter__(self) -> DarshanLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _fail(self, what: str, said: list[str] | None = None) -> InputError:
+        self._poisoned = True  # libdarshan-util may double-free on close after an error
+        return InputError(self.source, f"corrupt Darshan log: {what}{_why(said or [])}")
+
+    # -- header -------------------------------------------------------------------------
+    def _check_regions(self) -> None:
+        """Every region the header maps must lie inside the file (catches truncation).
+
+        Keeps the module map, compression type and byte order for streaming DXT.
+        """
+        raw = bytes(self.ffi.buffer(self.ffi.cast("char *", self.handle), 64 + 16 * _FD_MOD_MAPS))
+        version, swap, _partial, comp, job_off, job_len, name_off, name_len = (
+            _FD_LAYOUT.unpack_from(raw)
+        )
+        self._maps: list[tuple[int, int]] | None = None
+        if not re.fullmatch(rb"3\.\d\d", version.rstrip(b"\0")) or comp not in (0, 1, 2):
+            return  # a libdarshan-util with another handle layout: trust it
+        if job_off + job_len != name_off and name_len:  # layout sanity (regions are contiguous)
+            return
+        mods = [struct.unpack_from("<QQ", raw, 64 + 16 * i) for i in range(_FD_MOD_MAPS)]
+        end = max(off + length for off, length in [(job_off, job_len), (name_off, name_len), *mods])
+        if end > self.size:
+            raise InputError(
+                self.source,
+                f"truncated Darshan log: {self.size} bytes, its header maps {end}",
+            )
+        self._maps, self._comp, self._swap = mods, comp, bool(swap)
+
+    def _job(self, said: list[str]) -> dict[str, Any]:
+        ffi, lib = self.ffi, self.lib
+        rec = ffi.new("struct darshan_job *")
+        if lib.darshan_log_get_job(self.handle, rec) < 0:
+            raise self._fail("job record unreadable", said)
+        runtime = ffi.new("double *")
+        lib.darshan_log_get_job_runtime(self.handle, rec[0], runtime)
+        exe = ffi.new("char[]", 4096)
+        if lib.darshan_log_get_exe(self.handle, exe) < 0:
+            raise self._fail("executable name unreadable", said)
+        metadata: dict[str, str] = {}
+        for line in ffi.string(rec.metadata).decode("utf-8", "replace").splitlines():
+            key, sep, value = line.partition("=")
+            if sep:
+                metadata[key] = value
+        mounts = ffi.new("struct darshan_mnt_info **")
+        count = ffi.new("int *")
+        if lib.darshan_log_get_mounts(self.handle, mounts, count) < 0:
+            raise self._fail("mount table unreadable", said)
+        mnt = [
+            (
+                ffi.string(mounts[0][i].mnt_path).decode("utf-8", "replace"),
+                ffi.string(mounts[0][i].mnt_type).decode("utf-8", "replace"),
+            )
+            for i in range(count[0])
+        ]
+        if count[0]:
+            lib.darshan_free(mounts[0])
+        return {
+            "uid": int(rec.uid),
+            "start": _utc(rec.start_time_sec, rec.start_time_nsec),
+            "end": _utc(rec.end_time_sec, rec.end_time_nsec),
+            "nprocs": int(rec.nprocs),
+            "jobid": int(rec.jobid),
+            "run_time": float(runtime[0]),
+            "log_version": ffi.string(ffi.cast("char *", self.handle), 8).decode(),
+            "exe": ffi.string(exe).decode("utf-8", "replace"),
+            "metadata": metadata,
+            "mounts": mnt,
+        }
+
+    def _modules(self) -> dict[str, dict[str, Any]]:
+        ffi = self.ffi
+        mods = ffi.new("struct darshan_mod_info **")
+        count = ffi.new("int *")
+        self.lib.darshan_log_get_modules(self.handle, mods, count)
+        out = {
+            ffi.string(mods[0][i].name).decode(): {
+                "idx": int(mods[0][i].idx),
+                "version": int(mods[0][i].ver),
+                "bytes": int(mods[0][i].len),
+                "partial": bool(mods[0][i].partial_flag),
+            }
+            for i in range(count[0])
+        }
+        if count[0]:
+            self.lib.darshan_free(mods[0])
+        return out
+
+    def names(self) -> dict[int, str]:
+        """Record id -> name (file path; `heatmap:POSIX` and the like for other records)."""
+        ffi, lib = self.ffi, self.lib
+        recs = ffi.new("struct darshan_name_record **")
+        count = ffi.new("int *")
+        lib.darshan_log_get_name_records(self.handle, recs, count)  # void: no status
+        if count[0] < 0 or (count[0] and recs[0] == ffi.NULL):
+            raise self._fail("name records unreadable")
+        out: dict[int, str] = {}
+        for i in range(count[0]):
+            out[int(recs[0][i].id)] = ffi.string(recs[0][i].name).decode("utf-8", "replace")
+            lib.darshan_free(recs[0][i].name)
+        if count[0]:
+            lib.darshan_free(recs[0])
+        return out
+
+    # -- records ------------------------------------------------------------------------
+    def _records(self, module: str) -> Iterator[Any]:
+        """Raw record pointers of a module; each is freed when the next is asked for."""
+        ffi, lib = self.ffi, self.lib
+        idx = self.modules[module]["idx"]
+        buf = ffi.new("void **")
+        while True:
+            r = lib.darshan_log_get_record(self.handle, idx, buf)
+            if r < 0:
+                raise self._fail(f"{module} record unreadable")
+            if r == 0:
+                return
+            try:
+                yield buf[0]
+            finally:
+                lib.darshan_free(buf[0])
+                buf[0] = ffi.NULL
+
+    def _struct(self, module: str) -> str | None:
+        t = self._b._structdefs.get(module)
+        return t[:-3] if t else None
+
+    def counters(self, module: str) -> Block:
+        """A fixed-size module's records, copied from the library's buffers into numpy."""
+        ffi = self.ffi
+        stype = self._struct(module)
+        if stype is None:
+            raise KeyError(module)
+        fields = dict(ffi.typeof(stype).fields)
+        nc = fields["counters"].type.length
+        nf = fields["fcounters"].type.length if "fcounters" in fields else 0
+        cnames = counter_names(module)[:nc]
+        fnames = fcounter_names(module)[:nf]
+        cnames += [f"{module}_COUNTER_{i}" for i in range(len(cnames), nc)]
+        fnames += [f"{module}_F_COUNTER_{i}" for i in range(len(fnames), nf)]
+        size = ffi.sizeof(stype)
+        formats: list[Any] = ["<u8", "<i8", ("<i8", nc)]
+        names, offsets = ["id", "rank", "counters"], [0, 8, fields["counters"].offset]
+        if nf:
+            names.append("fcounters")
+            formats.append(("<f8", nf))
+            offsets.append(fields["fcounters"].offset)
+        dtype = np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": size})
+        raw = b"".join(ffi.buffer(p, size)[:] for p in self._records(module))
+        block = np.frombuffer(raw, dtype)
+        fc = block["fcounters"] if nf else np.empty((len(block), 0))
+        return _block(
+            module, block["id"], block["rank"], block["counters"], fc, cnames, fnames,
+            self.modules[module],
+        )  # fmt: skip
+
+    def autoperf(self, module: str) -> tuple[Block, dict[str, Any]] | None:
+        """APMPI / APXC: per-rank (per-node) records as counter blocks, and the header.
+
+        Parsed here from the region: libdarshan-util tells the header from the other
+        records with a process-wide `static first_rec`, so through it only the first
+        AutoPerf log a process reads comes out right. APMPI's float blocks (per-call total
+        time, sync time, globals) are concatenated in that order; APXC's placement fields
+        (group, chassis, blade, node) lead its counters. None when PyDarshan does not
+        know the module or the region map is unavailable.
+        """
+        ffi = self.ffi
+        perf = f"struct darshan_{module.lower()}_perf_record"
+        head = f"struct darshan_{module.lower()}_header_record"
+        idx = self.modules[module]["idx"]
+        try:
+            fields = dict(ffi.typeof(perf).fields)
+            hdt = _dtype(ffi, head, ">" if getattr(self, "_swap", False) else "<")
+            pdt = _dtype(ffi, perf, ">" if getattr(self, "_swap", False) else "<")
+        except ffi.error:
+            return None  # PyDarshan built without this AutoPerf module
+        if self._maps is None or not 0 <= idx < len(self._maps):
+            return None
+        off, length = self._maps[idx]
+        stream = _Region(self.path, off, length, self._comp, self.source, module)
+        raw = stream.read(hdt.itemsize, allow_end=True)
+        if raw is None:
+            return None
+        h = np.frombuffer(raw, hdt)[0]
+        header = {n: _plain(h[n].item()) for n in hdt.names if n not in ("id", "rank")}
+        rows = []
+        while (raw := stream.read(pdt.itemsize, allow_end=True)) is not None:
+            rows.append(raw)
+        block = np.frombuffer(b"".join(rows), pdt)
+        n = len(block)
+        if module == "APMPI":
+            ints = [("counters", counter_names(module))]
+            floats = [
+                ("fcounters", counter_names(module, True, "mpiop_totaltime_")),
+                ("fsynccounters", counter_names(module, True, "mpiop_synctime_")),
+                ("fglobalcounters", counter_names(module, True, "mpi_global_")),
+            ]
+        else:
+            place = ("group", "chassis", "blade", "node")
+            ints = [(k, [f"APXC_{k.upper()}"]) for k in place]
+            ints.append(("counters", counter_names(module)))
+            floats = []
+
+        def cols(parts: list[tuple[str, list[str]]], dt: Any) -> tuple[np.ndarray, list[str]]:
+            widths = [getattr(fields[k].type, "length", None) or 1 for k, _ in parts]
+            arrays = [
+                block[k].reshape(n, w).astype(dt) for (k, _), w in zip(parts, widths, strict=True)
+            ]
+            labels: list[str] = []
+            for (key, known), w in zip(parts, widths, strict=True):
+                extra = [f"{key.upper()}_{i}" for i in range(len(known), w)]
+                labels += (known + extra)[:w]
+            return (np.hstack(arrays) if arrays else np.empty((n, 0))), labels
+
+        c, cnames = cols(ints, np.int64)
+        f, fnames = cols(floats, np.float64)
+        if "node_name" in fields:
+            header["hosts"] = [
+                h.split(b"\0", 1)[0].decode("utf-8", "replace") for h in block["node_name"]
+            ]
+        data = _block(
+            module, block["id"], block["rank"], c, f, cnames, fnames, self.modules[module]
+        )
+        return data, header
+
+    def lustre(self) -> pd.DataFrame:
+        """LUSTRE: one row per file: id, rank, stripe_size, stripe_count, osts (in order)."""
+        ffi = self.ffi
+        rows = []
+        for p in self._records("LUSTRE"):
+            rec = ffi.cast("struct darshan_lustre_record *", p)
+            ncomp = int(rec.num_comps)
+            if not 0 <= ncomp <= 4096:
+                raise self._fail(f"LUSTRE record with {ncomp} components")
+            osts: list[int] = []
+            size = count = 0
+            k = 0
+            for i in range(ncomp):
+                c = rec.comps[i].counters
+                n = int(c[1])
+                if not 0 <= n <= 65536:
+                    raise self._fail(f"LUSTRE component with {n} stripes")
+                if i == 0:
+                    size, count = int(c[0]), n
+                osts += [int(o) for o in ffi.unpack(rec.ost_ids + k, n) if int(o) not in osts]
+                k += n
+            rows.append((np.uint64(rec.base_rec.id), int(rec.base_rec.rank), size, count, osts))
+        return pd.DataFrame(rows, columns=["id", "rank", "stripe_size", "stripe_count", "osts"])
+
+    def heatmaps(self, names: dict[int, str]) -> list[Heatmap]:
+        ffi = self.ffi
+        out = []
+        for p in self._records("HEATMAP"):
+            rec = ffi.cast("struct darshan_heatmap_record *", p)
+            nbins = int(rec.nbins)
+            if not 0 <= nbins <= 1 << 20:
+                raise self._fail(f"HEATMAP record with {nbins} bins")
+            w = np.frombuffer(ffi.buffer(rec.write_bins, 8 * nbins), np.int64).copy()
+            r = np.frombuffer(ffi.buffer(rec.read_bins, 8 * nbins), np.int64).copy()
+            name = names.get(int(rec.base_rec.id), "heatmap:?")
+            module = name.split(":", 1)[1] if name.startswith("heatmap:") else name
+            out.append(Heatmap(module, int(rec.base_rec.rank), float(rec.bin_width_seconds), w, r))
+        return out
+
+    def dxt(self, module: str) -> Iterator[DxtRecord]:
+        """DXT file records one at a time, each handing out its segments in chunks of at
+        most `MERGE_WINDOW` (`DxtRecord.chunks`), which must be consumed before the next
+        record is asked for. Memory stays bounded however many segments a record has:
+        the module's region is decompressed here as a stream (libdarshan-util would
+        return each record whole)."""
+        idx = self.modules[module]["idx"]
+        if self._maps is None or not 0 <= idx < len(self._maps):
+            yield from self._dxt_whole(module)
+            return
+        off, length = self._maps[idx]
+        stream = _Region(self.path, off, length, self._comp, self.source, module)
+        order = ">" if self._swap else "<"
+        head = struct.Struct(order + _DXT_HEAD.format)
+        seg = SEGMENT.newbyteorder(order)
+        # DXT_MPIIO before version 2 (Darshan < 3.2) did not record offsets; libdarshan-util
+        # reports them as -1, and so do we
+        no_offsets = module == "DXT_MPIIO" and self.modules[module]["version"] < 2
+        while True:
+            raw = stream.read(head.size, allow_end=True)
+            if raw is None:
+                return
+            rid, rank, _shared, host, w, r = head.unpack(raw)
+            if not (0 <= w < 1 << 40 and 0 <= r < 1 << 40):
+                raise InputError(
+                    self.source, f"corrupt Darshan log: {module} record with {w} writes, {r} reads"
+                )
+            rec = DxtRecord(
+                module, rid, rank, host.split(b"\0", 1)[0].decode("utf-8", "replace"), w, r
+            )
+            rec._source = _segments(stream, seg, w, r, no_offsets)
+            yield rec
+            for _op, windows in rec._source:  # drain what the caller did not read
+                for _ in windows:
+                    pass
+
+    def _dxt_whole(self, module: str) -> Iterator[DxtRecord]:
+        """Fallback through libdarshan-util: one buffer per record."""
+        ffi = self.ffi
+        head = ffi.sizeof("struct dxt_file_record")
+        for p in self._records(module):
+            rec = ffi.cast("struct dxt_file_record *", p)
+            w, r = int(rec.write_count), int(rec.read_count)
+            if w < 0 or r < 0:
+                raise self._fail(f"{module} record with {w} writes, {r} reads")
+            segs = np.frombuffer(
+                ffi.buffer(ffi.cast("char *", p) + head, (w + r) * SEGMENT.itemsize), SEGMENT
+            )
+            out = DxtRecord(
+                module,
+                int(rec.base_rec.id),
+                int(rec.base_rec.rank),
+                ffi.string(rec.hostname).decode("utf-8", "replace"),
+                w,
+                r,
+            )
+            writes, reads = segs[:w], segs[w:]
+            out._source = iter(
+                [
+                    ("write", (writes[a : a + MERGE_WINDOW] for a in range(0, w, MERGE_WINDOW))),
+                    ("read", (reads[a : a + MERGE_WINDOW] for a in range(0, r, MERGE_WINDOW))),
+                ]
+            )
+            yield out
+
+    # -- the whole log ------------------------------------------------------------------
+    def header_job(self) -> DarshanJob:
+        """The job header as a `DarshanJob` with no module data yet."""
+        j = self.job
+        meta = dict(j["metadata"])
+        return DarshanJob(
+            job_id=str(j["jobid"]),
+            uid=j["uid"],
+            exe=j["exe"],
+            nprocs=j["nprocs"],
+            start=j["start"],
+            end=j["end"],
+            run_time=j["run_time"],
+            log_version=j["log_version"],
+            lib_version=meta.pop("lib_ver", ""),
+            metadata=meta,
+            mounts=list(j["mounts"]),
+            module_info={
+                name: {"version": m["version"], "records": 0, "partial": m["partial"]}
+                for name, m in self.modules.items()
+            },
+            path=str(self.path),
+        )
+
+    def read_static(self, job: DarshanJob, frames: bool = True) -> dict[str, Any]:
+        """Fill `job` with everything but DXT; returns what has no `DarshanJob` field:
+        `blocks` (module -> Block), `heatmaps`, `autoperf` headers and `hosts` (rank ->
+        host name). `frames=False` leaves `job.modules` empty (no pandas work)."""
+        job.names = self.names()
+        extra: dict[str, Any] = {"blocks": {}, "heatmaps": [], "autoperf": {}, "hosts": {}}
+        for name in self.modules:
+            info = job.module_info[name]
+            block: Block | None = None
+            if name in FIXED_MODULES and self._struct(name):
+                block = self.counters(name)
+            elif name in AUTOPERF_MODULES:
+                got = self.autoperf(name)
+                if got is None:
+                    info["records"] = None  # a layout this PyDarshan cannot read
+                    continue
+                block, header = got
+                hosts = header.pop("hosts", [])
+                extra["hosts"].update(
+                    {int(r): h for r, h in zip(block.ranks.tolist(), hosts, strict=False)}
+                )
+                extra["autoperf"][name] = header
+            elif name == "LUSTRE":
+                job.lustre = self.lustre()
+                info["records"] = len(job.lustre)
+            elif name == "HEATMAP":
+                extra["heatmaps"] = self.heatmaps(job.names)
+                info["records"] = len(extra["heatmaps"])
+            elif name not in DXT_MODULES:
+                info["records"] = None  # a module iolens does not read (e.g. MDHIM)
+            if block is not None:
+                extra["blocks"][name] = block
+                info["records"] = len(block)
+                if frames:
+                    job.modules[name] = block.data()
+        return extra
+
+
+_C_TYPES = {"int64_t": "i8", "uint64_t": "u8", "uint32_t": "u4", "int32_t": "i4",
+             "double": "f8"}  # fmt: skip
+
+
+def _dtype(ffi: Any, ctype: str, order: str) -> np.dtype:
+    """A numpy dtype with the layout of a C struct PyDarshan declares (base_rec flattened
+    into id and rank), so whole blocks of records become arrays at once."""
+    names, formats, offsets = ["id", "rank"], [order + "u8", order + "i8"], [0, 8]
+    for name, fld in ffi.typeof(ctype).fields:
+        if name == "base_rec":
+            continue
+        t = fld.type
+        if t.kind == "array" and t.item.cname == "char":
+            fmt: Any = f"S{t.length}"
+        elif t.kind == "array":
+            fmt = (order + _C_TYPES[t.item.cname], t.length)
+        else:
+            fmt = order + _C_TYPES[t.cname]
+        names.append(name)
+        formats.append(fmt)
+        offsets.append(fld.offset)
+    return np.dtype(
+        {"names": names, "formats": formats, "offsets": offsets, "itemsize": ffi.sizeof(ctype)}
+    )
+
+
+def _why(said: list[str]) -> str:
+    """libdarshan-util's first complaint, as a parenthesis for the error message."""
+    msgs = [s.removeprefix("Error: ").rstrip(".") for s in said if s.startswith("Error")]
+    return f" (libdarshan-util: {msgs[0]})" if msgs else ""
+
+
+def _plain(v: Any) -> Any:
+    return v if isinstance(v, int | float) else str(v)
+
+
+def counter_names(module: str, fcounters: bool = False, special: str = "") -> list[str]:
+    b = _backend()
+    key = "BGQ" if module == "BG/Q" else module
+    return list(b.counter_names(key, fcounters, special) or [])
+
+
+def fcounter_names(module: str) -> list[str]:
+    return counter_names(module, True)
+
+
+def _block(
+    module: str,
+    ids: np.ndarray,
+    ranks: np.ndarray,
+    c: np.ndarray,
+    f: np.ndarray,
+    cnames: list[str],
+    fnames: list[str],
+    info: dict[str, Any],
+) -> Block:
+    n = len(ids)
+    return Block(
+        module,
+        np.asarray(ids, np.uint64).copy(),
+        np.asarray(ranks, np.int64).copy(),
+        np.ascontiguousarray(np.asarray(c, np.int64).reshape(n, -1)),
+        np.ascontiguousarray(np.asarray(f, np.float64).reshape(n, -1)),
+        cnames,
+        fnames,
+        int(info["version"]),
+        bool(info["partial"]),
+    )
+
+
+# -- DXT first-pass merging -------------------------------------------------------------
+
+
+def merge_segments(segs: np.ndarray, window: int = MERGE_WINDOW) -> dict[str, np.ndarray]:
+    """All runs of one op's segments at once (see `merge_runs`)."""
+    parts = list(merge_runs(segs[a : a + window] for a in range(0, len(segs), window)))
+    if not parts:
+        return {k: np.empty(0, dt) for k, dt in _RUN_TYPES.items()}
+    return {k: np.concatenate([p[k] for p in parts]).astype(dt) for k, dt in _RUN_TYPES.items()}
+
+
+def merge_runs(windows: Iterable[np.ndarray]) -> Iterator[dict[str, np.ndarray]]:
+    """Merge one op's segments (time order, given in windows) into the tracer's records.
+
+    A run is `count` segments of one `size`, the k-th at `offset + k * stride` (contiguous
+    when stride == size), as Beacon's first-pass compression and the LD_PRELOAD tracer do:
+    any two equal-size segments in a row can open a run, which then extends while the next
+    segment keeps the size and the stride. Yields runs as soon as they are closed: offset,
+    size, stride, count, start, end (seconds since the job start: first start, last end)
+    and busy (seconds inside the calls). A run open at the end of a window is carried into
+    the next, so memory follows the window, not the record.
+    """
+    pending: dict[str, Any] | None = None
+    for segs in windows:
+        if not len(segs):
+            continue
+        runs = _merge_window(segs)
+        if pending is not None and not _join(pending, runs):
+            yield {k: np.array([v]) for k, v in pending.items()}
+        pending = {k: v[-1].item() for k, v in runs.items()}
+        if len(runs["count"]) > 1:
+            yield {k: v[:-1] for k, v in runs.items()}
+    if pending is not None:
+        yield {k: np.array([v]) for k, v in pending.items()}
+
+
+_RUN_TYPES = {
+    "offset": np.int64,
+    "size": np.int64,
+    "stride": np.int64,
+    "count": np.int64,
+    "start": np.float64,
+    "end": np.float64,
+    "busy": np.float64,
+}
+
+
+def _merge_window(s: np.ndarray) -> dict[str, np.ndarray]:
+    off, ln = s["offset"], s["length"]
+    n = len(s)
+    busy = s["end"] - s["start"]
+    if n == 1:
+        first = np.zeros(1, np.int64)
+        counts = np.ones(1, np.int64)
+    else:
+        eq = ln[1:] == ln[:-1]  # eq[k]: segments k and k+1 have the same size
+        d = np.diff(off)  # d[k]: offset step from k to k+1
+        # c[k-1] for k in 1..n-2: segment k+1 continues the stride of k-1 -> k
+        c = eq[1:] & eq[:-1] & (d[1:] == d[:-1])
+        # maximal blocks of c (k = a..b) cover segments a-1 .. b+1
+        edge = np.diff(np.r_[0, c.astype(np.int8), 0])
+        a = np.flatnonzero(edge == 1) + 1  # first k of each block
+        b = np.flatnonzero(edge == -1)  # last k of each block
+        run_first = a - 1
+        run_last = b + 1
+        # a block starting right where the previous one ended gives up the shared segment
+        clash = np.r_[False, run_first[1:] == run_last[:-1]]
+        run_first = run_first + clash
+        cover = np.zeros(n + 1, np.int64)
+        np.add.at(cover, run_first, 1)
+        np.add.at(cover, run_last + 1, -1)
+        covered = np.cumsum(cover[:-1]) > 0
+        # uncovered segments pair up greedily along chains of equal sizes
+        free = ~covered
+        link = np.r_[False, free[1:] & free[:-1] & eq]
+        chain_start = free & ~link
+        idx = np.arange(n)
+        last_start = np.maximum.accumulate(np.where(chain_start, idx, 0))
+        starts = free & ((idx - last_start) % 2 == 0)
+        starts[run_first] = True
+        first = np.flatnonzero(starts)
+        counts = np.diff(np.r_[first, n])
+    last = first + counts - 1
+    stride = np.where(counts > 1, off[np.minimum(first + 1, n - 1)] - off[first], ln[first])
+    return {
+        "offset": off[first],
+        "size": ln[first],
+        "stride": stride,
+        "count": counts,
+        "start": s["start"][first],
+        "end": s["end"][last],
+        "busy": np.add.reduceat(busy, first),
     }
-    while (rec := b.log_get_dxt_record(log, module, dtype="dict")) is not None:
-        for op in ("read", "write"):
-            for seg in rec[f"{op}_segments"]:
-                cols["rank"].append(rec["rank"])
-                cols["hostname"].append(rec["hostname"])
-                cols["id"].append(rec["id"])
-                cols["op"].append(op)
-                cols["offset"].append(seg["offset"])
-                cols["length"].append(seg["length"])
-                cols["start"].append(seg["start_time"])
-                cols["end"].append(seg["end_time"])
-    df = pd.DataFrame(cols)
-    df.insert(0, "module", module)
-    df["id"] = df["id"].astype(np.uint64)
-    return df
+
+
+def _join(p: dict[str, Any], runs: dict[str, np.ndarray]) -> bool:
+    """Fold the run left open by the previous window into the first run of this one."""
+    size, off, cnt, stride = (runs[k][0].item() for k in ("size", "offset", "count", "stride"))
+    if size != p["size"]:
+        return False
+    if p["count"] == 1:
+        step = off - p["offset"]
+        if cnt > 1 and stride != step:
+            return False
+    else:
+        step = p["stride"]
+        if off != p["offset"] + p["count"] * step or (cnt > 1 and stride != step):
+            return False
+    runs["offset"][0] = p["offset"]
+    runs["stride"][0] = step
+    runs["count"][0] = cnt + p["count"]
+    runs["start"][0] = p["start"]
+    runs["busy"][0] += p["busy"]
+    return True
+
+
+DXT_COLUMNS = ["module", "rank", "hostname", "id", "op"]
+DXT_COLUMNS += ["offset", "length", "stride", "count", "start", "end"]
+_DXT_RUNS = {"offset": "offset", "length": "size", "stride": "stride", "count": "count",
+             "start": "start", "end": "end"}  # fmt: skip
+
+
+def dxt_frame(parts: list[dict[str, Any]]) -> pd.DataFrame | None:
+    """`DarshanJob.dxt` from merged runs tagged with module, rank, host, file id and op."""
+    if not parts:
+        return None
+    n = [len(p["count"]) for p in parts]
+
+    def tag(key: str, dtype: Any) -> np.ndarray:
+        return np.repeat(np.array([p[key] for p in parts], dtype=dtype), n)
+
+    cols: dict[str, Any] = {
+        "module": tag("module", object),
+        "rank": tag("rank", np.int64),
+        "hostname": tag("hostname", object),
+        "id": tag("id", np.uint64),
+        "op": tag("op", object),
+    }
+    for col, key in _DXT_RUNS.items():
+        cols[col] = np.concatenate([p[key] for p in parts])
+    return pd.DataFrame(cols, columns=DXT_COLUMNS)
+
+
+def merged_dxt(rec: DxtRecord) -> Iterator[dict[str, Any]]:
+    """The merged runs of one DXT record, in pieces tagged for `dxt_frame` and the
+    importer (module, rank, hostname, id, op)."""
+    tag = {"module": rec.module, "rank": rec.rank, "hostname": rec.hostname,
+           "id": np.uint64(rec.id)}  # fmt: skip
+    for op, windows in rec.ops():
+        for runs in merge_runs(windows):
+            yield {**tag, "op": op, **runs}
+
+
+def read_log(path: str | Path, *, dxt: bool = True) -> DarshanJob:
+    """The whole log as a `DarshanJob` (DXT merged); an unreadable log raises `InputError`.
+
+    Holds all merged DXT runs in memory: the importer streams them instead.
+    """
+    with DarshanLog(path) as log:
+        job = log.header_job()
+        log.read_static(job)
+        if dxt:
+            parts: list[dict[str, Any]] = []
+            for module in DXT_MODULES:
+                if module in log.modules:
+                    n = 0
+                    for rec in log.dxt(module):
+                        n += 1
+                        parts += list(merged_dxt(rec))
+                    job.module_info[module]["records"] = n
+            job.dxt = dxt_frame(parts)
+        return job

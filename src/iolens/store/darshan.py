@@ -14,6 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from iolens.model.darshan import DarshanJob, ModuleData
+from iolens.model.ids import file_id
 from iolens.store.base import Store
 
 
@@ -71,7 +72,7 @@ def load_log(store: Store, log_key: str) -> DarshanJob:
 
 def _block(col: pa.ChunkedArray, width: int, dtype: type) -> np.ndarray:
     flat = pa.concat_arrays([c.flatten() for c in col.chunks]) if col.num_chunks else pa.array([])
-    return np.asarray(flat.to_numpy(zero_copy_only=False), dtype=dtype).reshape(-1, width)
+    return np.asarray(flat.to_numpy(zero_copy_only=False), dtype=dtype).reshape(len(col), width)
 
 
 def _module(recs: pa.Table, m: dict) -> ModuleData:
@@ -92,14 +93,15 @@ def _lustre(store: Store, job: DarshanJob) -> pd.DataFrame | None:
     """Stripe layouts of the job's files, from the files table the importer fills."""
     if "LUSTRE" not in job.module_info or not job.names:
         return None
-    ids = [int(np.uint64(i).astype(np.int64)) for i in job.names]
+    # files are keyed by iolens' path hash (model.ids.file_id), not Darshan's record id
+    by_fid = {file_id(path): rid for rid, path in job.names.items()}
     rows = store.query(
         "SELECT file_id, stripe_size, osts FROM files WHERE file_id IN (SELECT unnest(?))",
-        [ids],
+        [list(by_fid)],
     ).to_pylist()
     out = [
         {
-            "id": np.int64(r["file_id"]).astype(np.uint64),
+            "id": np.uint64(by_fid[r["file_id"]]),
             "rank": -1,
             "stripe_size": r["stripe_size"],
             "stripe_count": len(r["osts"] or []),
