@@ -18,9 +18,7 @@ from iolens.model.darshan import DarshanJob
 from iolens.store.base import Store
 
 #: Every code a Darshan diagnosis owns: a re-diagnosis replaces all of them.
-CODES: frozenset[str] = frozenset(
-    {r.code for r in zoomin.RULES} | {r.code for r in drishti.RULES}
-)
+CODES: frozenset[str] = frozenset({r.code for r in zoomin.RULES} | {r.code for r in drishti.RULES})
 
 
 def diagnose(job: DarshanJob, ctx: RuleContext | None = None) -> list[Finding]:
