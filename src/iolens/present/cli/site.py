@@ -1,0 +1,154 @@
+"""`iolens site slurm-files DIR`: the files that trace every Slurm job (docs/deploy-slurm.md).
+
+The sources ship in the package (`iolens/site/slurm/`); this writes them out with this
+installation's tracer library, spool directory and server filled in, and builds the SPANK
+plug-in when Slurm's development header is there.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import sys
+from importlib.resources import files
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from iolens.errors import IolensError
+from iolens.present.cli.app import JsonOption, out
+from iolens.present.cli.render import to_json
+
+site_app = typer.Typer(help="Files a site installs to trace every job.", no_args_is_help=True)
+
+DEFAULT_SPOOL = Path("/var/spool/iolens/traces")  # the agent's default trace_spool
+SPANK_SRC = "iolens_spank.c"
+SPANK_SO = "iolens_spank.so"
+HOOK_ENV_DEFAULT = "/etc/iolens/hook.env"
+
+
+def _source(name: str) -> str:
+    return files("iolens.site").joinpath("slurm", name).read_text()
+
+
+def build_spank(src: Path, dest: Path, cc: str = "cc") -> str | None:
+    """Compile the SPANK plug-in; None on success, else why it was not built."""
+    if shutil.which(shlex.split(cc)[0]) is None:
+        return f"no C compiler ({cc})"
+    cmd = [*shlex.split(cc), "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-o", str(dest)]
+    res = subprocess.run([*cmd, str(src)], capture_output=True, text=True)
+    if res.returncode == 0:
+        return None
+    if "spank.h" in res.stderr:
+        return "no <slurm/spank.h> (install libslurm-dev or slurm-devel)"
+    return f"{cc} failed: {res.stderr.strip().splitlines()[-1] if res.stderr.strip() else '?'}"
+
+
+def write_slurm_files(
+    dest: Path,
+    lib: Path,
+    spool: Path,
+    server: str | None,
+    iolens_bin: str,
+    build: bool = True,
+    cc: str = "cc",
+    token: str | None = None,
+) -> dict[str, Any]:
+    """Write the Slurm integration into `dest`; returns what was written and built."""
+    dest.mkdir(parents=True, exist_ok=True)
+    written: list[str] = []
+
+    def put(name: str, text: str, mode: int = 0o644) -> Path:
+        p = dest / name
+        p.write_text(text)
+        p.chmod(mode)
+        written.append(name)
+        return p
+
+    src = put(SPANK_SRC, _source(SPANK_SRC))
+    put("plugstack.conf", f"optional {dest / SPANK_SO} lib={lib} spool={spool}\n")
+    put(
+        "taskprolog.sh",
+        _source("taskprolog.sh")
+        .replace("@IOLENS_LIB@", str(lib))
+        .replace("@IOLENS_SPOOL@", str(spool)),
+        0o755,
+    )
+    # the hook reads its settings from the hook.env next to it (not /etc/iolens/hook.env)
+    hook_sh = _source("slurm-hook.sh")
+    put("iolens-slurm-hook", hook_sh.replace(HOOK_ENV_DEFAULT, str(dest / "hook.env")), 0o755)
+    env = [f"IOLENS_BIN={iolens_bin}", f"IOLENS_HOOK_SPOOL={dest / 'hook-spool'}"]
+    env.append(f"IOLENS_SERVER={server}" if server else "# IOLENS_SERVER=http://iolens:8470")
+    env.append(
+        f"IOLENS_TOKEN={token}" if token else "# IOLENS_TOKEN=... one of the server's --agent-token"
+    )
+    put("hook.env", "\n".join(env) + "\n", 0o600)
+    hook = dest / "iolens-slurm-hook"
+    put(
+        "slurm.conf.iolens",
+        "# Add to slurm.conf (one of the first two lines: the SPANK plug-in has --no-iolens)\n"
+        f"PlugStackConfig={dest / 'plugstack.conf'}\n"
+        f"#TaskProlog={dest / 'taskprolog.sh'}\n"
+        "# job start/end/nodes to the iolens server, once per job on the controller\n"
+        f"PrologSlurmctld={hook}\nEpilogSlurmctld={hook}\n",
+    )
+    why = build_spank(src, dest / SPANK_SO, cc) if build else "--no-build"
+    if why is None:
+        written.append(SPANK_SO)
+    return {
+        "dir": str(dest),
+        "files": written,
+        "lib": str(lib),
+        "spool": str(spool),
+        "spank_built": why is None,
+        "spank_not_built_because": why,
+    }
+
+
+@site_app.command("slurm-files")
+def slurm_files(
+    dest: Annotated[Path, typer.Argument(help="Directory to write the files into.")],
+    lib: Annotated[
+        Path | None,
+        typer.Option(help="Tracer library the jobs preload [default: this installation's]."),
+    ] = None,
+    spool: Annotated[
+        Path, typer.Option(help="Where traced jobs write (the agents' trace_spool).")
+    ] = DEFAULT_SPOOL,
+    server: Annotated[
+        str | None, typer.Option(help="iolens server URL, for the prolog/epilog hook.")
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="IOLENS_TOKEN", help="Agent token for --server (hook.env is mode 600)."
+        ),
+    ] = None,
+    build: Annotated[
+        bool, typer.Option(help="Build iolens_spank.so (needs cc and <slurm/spank.h>).")
+    ] = True,
+    as_json: JsonOption = False,
+) -> None:
+    """Write the Slurm SPANK plug-in (built when Slurm's header is there), TaskProlog,
+    prolog/epilog hook and the slurm.conf lines that enable them."""
+    from iolens.tracefile import library_path
+
+    if lib is None:
+        lib = library_path()
+    if not lib.is_file():
+        raise IolensError(f"--lib {lib} does not exist")
+    iolens_bin = shutil.which("iolens") or str(Path(sys.executable).with_name("iolens"))
+    result = write_slurm_files(
+        dest.resolve(), lib.resolve(), spool, server, iolens_bin, build=build, token=token
+    )
+    if as_json:
+        print(to_json(result))
+        return
+    out.print(f"Wrote {', '.join(result['files'])} into {result['dir']}.")
+    if not result["spank_built"]:
+        out.print(f"iolens_spank.so not built: {result['spank_not_built_because']}.")
+    out.print(
+        f"Add the lines of {dest / 'slurm.conf.iolens'} to slurm.conf; see docs/deploy-slurm.md."
+    )

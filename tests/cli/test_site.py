@@ -1,0 +1,88 @@
+"""`iolens site slurm-files`: the Slurm integration files a site installs (issue 9)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+SPANK_H = Path("/usr/include/slurm/spank.h")
+
+
+def test_packaged_hook_is_the_scripts_one():
+    packaged = ROOT / "src" / "iolens" / "site" / "slurm" / "slurm-hook.sh"
+    assert packaged.read_text() == (ROOT / "scripts" / "slurm-hook.sh").read_text()
+
+
+def test_slurm_files_are_written_filled_in(tmp_path):
+    lib = tmp_path / "libiolens.so"
+    lib.write_bytes(b"\x7fELF")
+    res = run_cli(
+        "site", "slurm-files", str(tmp_path / "site"), "--lib", str(lib),
+        "--spool", "/var/spool/x", "--server", "http://srv:8470", "--token", "sekret",
+        "--no-build", "--json",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    d = Path(out["dir"])
+    assert out["spank_built"] is False and out["spank_not_built_because"] == "--no-build"
+    assert set(out["files"]) == {
+        "iolens_spank.c", "plugstack.conf", "taskprolog.sh", "iolens-slurm-hook", "hook.env",
+        "slurm.conf.iolens",
+    }  # fmt: skip
+    assert (d / "plugstack.conf").read_text().split() == [
+        "optional", str(d / "iolens_spank.so"), f"lib={lib}", "spool=/var/spool/x"
+    ]  # fmt: skip
+    env = (d / "hook.env").read_text()
+    assert "IOLENS_SERVER=http://srv:8470" in env and "IOLENS_TOKEN=sekret" in env
+    assert (d / "hook.env").stat().st_mode & 0o077 == 0  # the token stays private
+    assert str(d / "hook.env") in (d / "iolens-slurm-hook").read_text()
+    conf = (d / "slurm.conf.iolens").read_text()
+    assert f"PlugStackConfig={d / 'plugstack.conf'}" in conf
+    assert f"PrologSlurmctld={d / 'iolens-slurm-hook'}" in conf
+
+
+def test_taskprolog_preloads_once_and_honours_the_opt_out(tmp_path):
+    lib = tmp_path / "libiolens.so"
+    lib.write_bytes(b"\x7fELF")
+    res = run_cli("site", "slurm-files", str(tmp_path), "--lib", str(lib), "--no-build")
+    assert res.returncode == 0, res.stderr
+    script = str(tmp_path / "taskprolog.sh")
+
+    def prolog(**env: str) -> list[str]:
+        base = {"PATH": os.environ["PATH"], **env}
+        return subprocess.run(
+            ["sh", script], env=base, capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+
+    spool = "/var/spool/iolens/traces"
+    assert prolog() == [f"export LD_PRELOAD={lib}", f"export IOLENS_SPOOL={spool}"]
+    assert prolog(LD_PRELOAD="/x.so") == [
+        f"export LD_PRELOAD={lib}:/x.so", f"export IOLENS_SPOOL={spool}"
+    ]  # fmt: skip
+    assert prolog(LD_PRELOAD=f"/x.so:{lib}", IOLENS_SPOOL="/mine") == []
+    assert prolog(IOLENS_DISABLE="1") == []
+
+
+@pytest.mark.skipif(
+    not SPANK_H.exists() or shutil.which("cc") is None, reason="no <slurm/spank.h> or cc"
+)
+def test_spank_plugin_builds_warning_free(tmp_path):
+    src = ROOT / "src" / "iolens" / "site" / "slurm" / "iolens_spank.c"
+    res = subprocess.run(
+        ["cc", "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-o",
+         str(tmp_path / "p.so"), str(src)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    syms = subprocess.run(
+        ["nm", "-D", "--defined-only", str(tmp_path / "p.so")], capture_output=True, text=True
+    ).stdout
+    assert "slurm_spank_init" in syms and "slurm_spank_task_init" in syms
