@@ -2,8 +2,9 @@
 # Install iolens into ./.venv on a fresh Debian 12 machine.
 #   bash scripts/bootstrap.sh          runtime install (pip install .)
 #   bash scripts/bootstrap.sh --test   editable install with the test tools
-# System packages (python3-venv, a C compiler for the tracer) are installed with apt when
-# missing and we are root or have sudo; everything else comes from PyPI.
+# System packages (python3-venv, a C compiler for the tracer; with --test, chromium for the
+# web UI's browser tests) are installed with apt when missing and we are root or have sudo;
+# everything else comes from PyPI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +15,10 @@ need=()
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v make >/dev/null 2>&1 || need+=(make)
+# The web UI's browser tests drive Debian's headless Chromium (never a downloaded browser).
+if [ "$mode" = test ]; then
+    command -v chromium >/dev/null 2>&1 || need+=(chromium)
+fi
 if [ "${#need[@]}" -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi
     echo "bootstrap: installing ${need[*]} with apt" >&2

@@ -17,6 +17,11 @@
  *   IOL_SEC_FILES    payload = n x { struct iol_file_entry, path bytes, pad to 8 }
  *   IOL_SEC_SUMMARY  payload = n x struct iol_summary (one per file and layer touched)
  *   IOL_SEC_HEADER   payload = struct iol_header, then the strings it announces
+ *   IOL_SEC_HINTS    payload = n x { struct iol_hints_entry, text bytes, pad to 8 }: the
+ *                    MPI_Info hints passed to MPI_File_open, "key=value\n" per hint
+ *
+ * Version 2 added the MPI-IO layer and the HINTS section; a version-1 file is a valid
+ * version-2 file without them, so readers accept both.
  */
 #ifndef IOLENS_TRACE_H
 #define IOLENS_TRACE_H
@@ -24,7 +29,7 @@
 #include <stdint.h>
 
 #define IOL_MAGIC "IOLTRACE"
-#define IOL_FORMAT_VERSION 1u
+#define IOL_FORMAT_VERSION 2u
 
 /* Operation codes; names and order match iolens.model.schema.OPS. */
 enum iol_op {
@@ -45,13 +50,16 @@ enum iol_op {
     IOL_NOPS
 };
 
-enum iol_layer { IOL_LAYER_POSIX = 0, IOL_LAYER_STDIO = 1, IOL_NLAYERS };
+/* I/O layers; names match tracefile/format.py LAYER_NAMES. MPI-IO records sit above the
+   POSIX records the MPI library issues for them (both are kept, as Darshan does). */
+enum iol_layer { IOL_LAYER_POSIX = 0, IOL_LAYER_STDIO = 1, IOL_LAYER_MPIIO = 2, IOL_NLAYERS };
 
 enum iol_section_type {
     IOL_SEC_RECORDS = 1,
     IOL_SEC_FILES = 2,
     IOL_SEC_SUMMARY = 3,
     IOL_SEC_HEADER = 4,
+    IOL_SEC_HINTS = 5,
     IOL_SEC_END = 0x454e44 /* "END" */
 };
 
@@ -109,6 +117,12 @@ struct iol_file_entry {
     uint32_t parent;    /* index of the parent directory entry, IOL_FILE_NONE if unknown */
     uint32_t path_len;  /* bytes of path following this struct, then zero padding to 8 */
     uint32_t flags;     /* reserved */
+};
+
+/* One file's MPI-IO hints (HINTS section); `len` text bytes follow, then zero padding to 8. */
+struct iol_hints_entry {
+    uint32_t file;      /* index into the FILES table */
+    uint32_t len;
 };
 
 #define IOL_HIST_BINS 10 /* Darshan's access-size bins: 0-100, 100-1K, ... , 1G+ */

@@ -19,12 +19,15 @@ def analyze_jobs(
     job_ids: Iterable[str] | None = None,
     silenced: frozenset[str] = frozenset(),
     on_job: Callable[[str], None] | None = None,
+    reports: list[job_report.JobReport] | None = None,
 ) -> list[Finding]:
     """Re-derive the reports, phases, interference and findings of `job_ids` (all jobs by
     default), replacing older ones.
 
     Reports are built in bulk; the per-job diagnosis (phases, history, interference) needs
-    every report first, since interference weighs all overlapping jobs at once.
+    every report first, since interference weighs all overlapping jobs at once. `reports`
+    (with series, in `job_ids` order) are used instead when given: the distributed
+    analysis builds them in parallel (`iolens.analyze.distributed`).
     """
     everything = job_ids is None
     if job_ids is None:
@@ -36,7 +39,8 @@ def analyze_jobs(
     found: list[Finding] = []
     summaries: list[dict[str, object]] = []
     now = datetime.now(UTC).replace(tzinfo=None)
-    reports = job_report.build_many(store, job_ids, with_series=True)
+    if reports is None:
+        reports = job_report.build_many(store, job_ids, with_series=True)
     if reports:
         diagnose_jobs(store, reports, everything)
     for rep in reports:
@@ -51,9 +55,12 @@ def analyze_jobs(
     with store.transaction():
         store.register("_iolens_jobs", pa.table({"job_id": job_ids}))
         try:
+            # only this family's codes: the Darshan rules keep theirs (import darshan)
             store.execute(
                 "DELETE FROM findings WHERE subject_kind = 'job' "
-                "AND subject_id IN (SELECT job_id FROM _iolens_jobs)"
+                "AND subject_id IN (SELECT job_id FROM _iolens_jobs) "
+                "AND code IN (SELECT unnest(?))",
+                [[rule.code for rule in JOB_RULES]],
             )
             store.execute(
                 "DELETE FROM job_summaries WHERE job_id IN (SELECT job_id FROM _iolens_jobs)"

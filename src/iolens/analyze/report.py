@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from iolens.analyze.iomode import classify
+from iolens.analyze.iomode import MINOR_FILE_SHARE, classify
 from iolens.analyze.timeseries import spread
 from iolens.model.schema import DATA_OPS, MDS_OPS
 from iolens.store import queries
@@ -77,6 +77,19 @@ class JobReport:
     # Set by the pipeline for the history rule (IOL006): anomalous phases, neighbours,
     # culprits. Not part of the JSON report: the finding carries it as evidence.
     history: dict[str, Any] | None = None
+    # The scheduler's node list (`nodes` is its length).
+    node_list: list[str] = field(default_factory=list)
+    # Client layers as traced (posix, stdio, mpiio): bytes and ops each layer saw. An
+    # MPI-IO call and the POSIX calls it causes describe the same bytes, so the totals
+    # above count each file's data and metadata ops from its lowest traced layer only.
+    io_layers: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Bandwidth as an application measures it: bytes of its data files / (end of the last
+    # op - start of the first), across all processes, timed at the outermost traced layer
+    # (MPI-IO calls when the job made them, else POSIX/STDIO). 0 without such I/O.
+    read_span_s: float = 0.0
+    write_span_s: float = 0.0
+    read_bw_span: float = 0.0
+    write_bw_span: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -149,18 +162,59 @@ def build(store: Store, job_id: str, with_series: bool = False) -> JobReport:
 CHUNK_JOBS = 256
 _MDS_OPS_SQL = ", ".join(f"'{o}'" for o in MDS_OPS)
 _IO_OPS_SQL = f"'read', 'write', {_MDS_OPS_SQL}"
+#: Client layers in the order of their codes in _RECORDS_SQL (anything else: "other").
+CLIENT_LAYERS = ("posix", "stdio", "mpiio")
+# Every client record of the chunk's jobs, and whether it counts towards the totals:
+# an MPI-IO call and the POSIX calls it causes describe the same I/O, so each file's
+# reads, writes and metadata ops count from one layer (queries.counted_layer_ctes).
+_COUNTED_JOIN, _COUNTED = queries.counted_sql("c")
 _RECORDS_SQL = f"""
-SELECT job_id, CASE WHEN op = 'read' THEN 0 WHEN op = 'write' THEN 1
-                    WHEN op IN ({_MDS_OPS_SQL}) THEN 2 ELSE 3 END AS op,
+WITH {queries.counted_layer_ctes("_iolens_chunk")}
+SELECT c.job_id, c.file_id,
+       CASE WHEN op = 'read' THEN 0 WHEN op = 'write' THEN 1
+            WHEN op IN ({_MDS_OPS_SQL}) THEN 2 ELSE 3 END AS op,
+       CASE layer WHEN 'posix' THEN 0 WHEN 'stdio' THEN 1 WHEN 'mpiio' THEN 2 ELSE 3 END AS layer,
        (size * count)::DOUBLE AS nbytes, count::DOUBLE AS count,
-       epoch_us(t_start) / 1e6 AS t0, epoch_us(t_end) / 1e6 AS t1
+       epoch_us(t_start) / 1e6 AS t0, epoch_us(t_end) / 1e6 AS t1,
+       {_COUNTED} AS counted
+FROM client_io c JOIN _iolens_chunk USING (job_id) {_COUNTED_JOIN}
+ORDER BY c.job_id
+"""
+_HAS_MPIIO_SQL = (
+    "SELECT 1 FROM client_io JOIN _iolens_chunk USING (job_id) WHERE layer = 'mpiio' LIMIT 1"
+)
+# The same without MPI-IO records in the chunk: every record counts.
+_FLAT_RECORDS_SQL = f"""
+SELECT job_id, file_id,
+       CASE WHEN op = 'read' THEN 0 WHEN op = 'write' THEN 1
+            WHEN op IN ({_MDS_OPS_SQL}) THEN 2 ELSE 3 END AS op,
+       CASE layer WHEN 'posix' THEN 0 WHEN 'stdio' THEN 1 WHEN 'mpiio' THEN 2 ELSE 3 END AS layer,
+       (size * count)::DOUBLE AS nbytes, count::DOUBLE AS count,
+       epoch_us(t_start) / 1e6 AS t0, epoch_us(t_end) / 1e6 AS t1, true AS counted
 FROM client_io JOIN _iolens_chunk USING (job_id) ORDER BY job_id
 """
-# Bytes per (process, data file): all the I/O mode and the busiest files need.
-_PAIRS_SQL = """
+_FLAT_PAIRS_SQL = """
 SELECT job_id, hash(node, pid) AS process, file_id, sum(size * count)::DOUBLE AS nbytes
 FROM client_io JOIN _iolens_chunk USING (job_id) WHERE op IN ('read', 'write')
 GROUP BY ALL ORDER BY job_id
+"""
+# Bytes per (process, data file): all the I/O mode and the busiest files need. Who shares
+# a file is the application's view: a file's MPI-IO records when it has any (collective
+# buffering leaves the POSIX I/O to a few aggregators), else its POSIX/STDIO records.
+_PAIRS_SQL = """
+WITH u AS (
+  SELECT DISTINCT job_id, file_id FROM client_io JOIN _iolens_chunk USING (job_id)
+  WHERE layer = 'mpiio' AND op IN ('read', 'write')),
+d AS (
+  SELECT job_id, node, pid, file_id, size * count AS b
+  FROM client_io JOIN _iolens_chunk USING (job_id)
+  WHERE op IN ('read', 'write') AND layer = 'mpiio'
+  UNION ALL
+  SELECT job_id, node, pid, file_id, size * count AS b
+  FROM client_io JOIN _iolens_chunk USING (job_id) ANTI JOIN u USING (job_id, file_id)
+  WHERE op IN ('read', 'write') AND layer <> 'mpiio')
+SELECT job_id, hash(node, pid) AS process, file_id, sum(b)::DOUBLE AS nbytes
+FROM d GROUP BY ALL ORDER BY job_id
 """
 _PER_JOB_SQL = {
     "layers": "SELECT job_id, kind, sum(read_bytes) AS r, sum(write_bytes) AS w, "
@@ -234,8 +288,10 @@ def build_many(store: Store, job_ids: list[str], with_series: bool = False) -> l
         chunk = known[i : i + CHUNK_JOBS]
         store.register("_iolens_chunk", pa.table({"job_id": pa.array(chunk, pa.string())}))
         try:
-            rec, rec_at = _split(store.query(_RECORDS_SQL))
-            pairs, pair_at = _split(store.query(_PAIRS_SQL))
+            # Most jobs never call MPI-IO: skip the layer bookkeeping for them.
+            layered = store.query(_HAS_MPIIO_SQL).num_rows > 0
+            rec, rec_at = _split(store.query(_RECORDS_SQL if layered else _FLAT_RECORDS_SQL))
+            pairs, pair_at = _split(store.query(_PAIRS_SQL if layered else _FLAT_PAIRS_SQL))
         finally:
             store.unregister("_iolens_chunk")
         for job_id in chunk:
@@ -258,6 +314,8 @@ def build_many(store: Store, job_ids: list[str], with_series: bool = False) -> l
                 "file_id": t["file_id"],
                 "path": layouts.get(t["file_id"], {}).get("path"),
                 "bytes": t["bytes"],
+                "read_bytes": t["read_bytes"],
+                "write_bytes": t["write_bytes"],
                 "procs": t["procs"],
                 "osts": layouts.get(t["file_id"], {}).get("osts", []),
             }
@@ -319,6 +377,9 @@ def _report(
     job: dict[str, Any], rec: dict[str, np.ndarray], pairs: dict[str, np.ndarray], with_series: bool
 ) -> tuple[JobReport, list[dict[str, Any]]]:
     """What needs the job's client records, computed per job in numpy."""
+    layers = _io_layers(rec)
+    spans, span_bytes = _app_spans(rec)
+    rec = {k: v[rec["counted"]] for k, v in rec.items()}  # each I/O once: its lowest layer
     op, nbytes, count = rec["op"], rec["nbytes"], rec["count"]
     is_read, is_write, is_md = op == 0, op == 1, op == 2
     is_data = is_read | is_write
@@ -367,8 +428,70 @@ def _report(
         layers={"compute": compute},
         top_files=[],
         series=series if with_series else None,
+        node_list=list(job["nodes"] or []),
+        io_layers=layers,
+        read_span_s=spans[0],
+        write_span_s=spans[1],
+        read_bw_span=span_bytes[0] / spans[0] if spans[0] > 0 else 0.0,
+        write_bw_span=span_bytes[1] / spans[1] if spans[1] > 0 else 0.0,
     )
-    return rep, _top_files(pairs["file_id"], pairs["process"], pairs["nbytes"])
+    top = _top_files(pairs["file_id"], pairs["process"], pairs["nbytes"])
+    _split_bytes(top, rec["file_id"], op, nbytes)
+    return rep, top
+
+
+def _split_bytes(
+    top: list[dict[str, Any]], fid: np.ndarray, op: np.ndarray, nbytes: np.ndarray
+) -> None:
+    """Read and write bytes of each top file, counted at its lowest layer (`bytes` is the
+    application's view: the MPI-IO layer's, for files it wrote through MPI-IO)."""
+    for t in top:
+        m = fid == t["file_id"]
+        t["read_bytes"] = int(nbytes[m & (op == 0)].sum())
+        t["write_bytes"] = int(nbytes[m & (op == 1)].sum())
+
+
+def _io_layers(rec: dict[str, np.ndarray]) -> dict[str, dict[str, int]]:
+    """Bytes and ops per client layer, every record counted in its own layer."""
+    out: dict[str, dict[str, int]] = {}
+    layer, op, nbytes, count = rec["layer"], rec["op"], rec["nbytes"], rec["count"]
+    for code in np.unique(layer):
+        m = layer == code
+        name = CLIENT_LAYERS[code] if code < len(CLIENT_LAYERS) else "other"
+        out[name] = {
+            "read_bytes": int(nbytes[m & (op == 0)].sum()),
+            "write_bytes": int(nbytes[m & (op == 1)].sum()),
+            "read_ops": int(count[m & (op == 0)].sum()),
+            "write_ops": int(count[m & (op == 1)].sum()),
+            "md_ops": int(count[m & (op == 2)].sum()),
+        }
+    return out
+
+
+def _app_spans(rec: dict[str, np.ndarray]) -> tuple[tuple[float, float], tuple[int, int]]:
+    """((read, write) seconds, (read, write) bytes) of the job's data files.
+
+    Seconds run from the first op's start to the last op's end, at the outermost layer:
+    the MPI-IO calls when the job made them (they enclose the POSIX calls they cause, and
+    are what an MPI program times), else the counted records. Data files are those the
+    I/O mode looks at (MINOR_FILE_SHARE of the busiest file's bytes or more), so a log
+    line or a config read at another time does not stretch the span. Bytes are counted.
+    """
+    spans, nbytes = [], []
+    data = rec["op"] <= 1
+    fid, size = rec["file_id"], rec["nbytes"]
+    counted = rec["counted"]
+    files, idx = np.unique(fid[data & counted], return_inverse=True)
+    per_file = np.bincount(idx, weights=size[data & counted]) if len(files) else np.zeros(0)
+    major = files[per_file >= MINOR_FILE_SHARE * per_file.max()] if len(files) else files
+    on_data = np.isin(fid, major)
+    upper = rec["layer"] == CLIENT_LAYERS.index("mpiio")
+    for code in (0, 1):
+        m = (rec["op"] == code) & on_data
+        nbytes.append(int(size[m & counted].sum()))
+        m = m & upper if (m & upper).any() else m & counted
+        spans.append(float(rec["t1"][m].max() - rec["t0"][m].min()) if m.any() else 0.0)
+    return (spans[0], spans[1]), (nbytes[0], nbytes[1])
 
 
 def _series(

@@ -31,6 +31,11 @@ class AgentSection(Strict):
         "node", description="This node's component kind: compute, forwarder, oss, mds, login"
     )
     group: str | None = Field(None, description="Ingest group this agent belongs to")
+    site: Path | None = Field(
+        None,
+        description="Site config whose [groups] pick the server when `server` is unset "
+        "(by `group`, else by this host in the group's hostlists)",
+    )
     trace_spool: Path = Field(
         Path("/var/spool/iolens/traces"),
         description="Where the tracer writes (IOLENS_SPOOL of the jobs); files are shipped "
@@ -51,6 +56,19 @@ class AgentConfig(Strict):
     def source_enabled(self, name: str) -> bool:
         section = self.sources.get(name)
         return section.enabled if section else True
+
+
+def site_server(a: AgentSection) -> str | None:
+    """The agent's server: `server` if set, else its group's server in the site config."""
+    if a.server or a.site is None:
+        return a.server
+    from iolens.store.dataset import load_site
+
+    site = load_site(a.site)
+    group = a.group or site.group_of(a.host)
+    if group is None or group not in site.groups:
+        raise InputError(str(a.site), f"no group for host {a.host!r} (agent.group: {a.group})")
+    return site.groups[group].server
 
 
 def load_config(path: Path | None, known_sources: list[str]) -> AgentConfig:

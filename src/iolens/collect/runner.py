@@ -8,7 +8,7 @@ import time
 from types import FrameType
 
 from iolens.collect.agent import Agent
-from iolens.collect.config import AgentConfig
+from iolens.collect.config import AgentConfig, site_server
 from iolens.collect.sources import SOURCES
 from iolens.collect.sources.node import NodeSource
 from iolens.collect.sources.tracer_spool import TracerSpoolSource
@@ -45,7 +45,8 @@ def build_agent(cfg: AgentConfig) -> Agent:
 
 def build_shipper(cfg: AgentConfig) -> Shipper:
     a = cfg.agent
-    transport: Transport = HttpTransport(a.server, a.token) if a.server else _Offline()
+    server = site_server(a)
+    transport: Transport = HttpTransport(server, a.token) if server else _Offline()
     return Shipper(DiskSpool(a.spool / "outbox", a.spool_max_mb * 2**20), transport)
 
 

@@ -13,8 +13,9 @@ import queue
 import secrets
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
+from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Request, Response
 from prometheus_client import (
@@ -47,8 +48,15 @@ class IngestService:
     GROUP_MAX_BATCHES = 256
     GROUP_WAIT_S = 0.005
 
-    def __init__(self, store: Store, tokens: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        store: Store,
+        tokens: Iterable[str] = (),
+        loader: Callable[[Any, list[Batch]], list[dict[str, int]]] = load_many,
+    ) -> None:
         self.store = store
+        # What loads a group commit: ingest.load_many, or a dataset group's segment writer.
+        self.loader = loader
         self.tokens = {t for t in tokens if t}
         self.lock = threading.Lock()
         self.queue: queue.Queue[tuple[Batch, Future[dict[str, int]]]] = queue.Queue()
@@ -83,7 +91,7 @@ class IngestService:
     def _commit(self, group: list[tuple[Batch, Future[dict[str, int]]]]) -> None:
         try:
             with self.lock:
-                results = load_many(self.store, [b for b, _ in group])
+                results = self.loader(self.store, [b for b, _ in group])
         except InputError as exc:
             if len(group) > 1:  # one bad batch must not sink the others: retry one by one
                 for item in group:
@@ -183,8 +191,12 @@ def router(service: IngestService) -> APIRouter:
     return r
 
 
-def create_app(store: Store, tokens: Iterable[str] = ()) -> FastAPI:
-    service = IngestService(store, tokens)
+def create_app(
+    store: Store,
+    tokens: Iterable[str] = (),
+    loader: Callable[[Any, list[Batch]], list[dict[str, int]]] = load_many,
+) -> FastAPI:
+    service = IngestService(store, tokens, loader)
     app = FastAPI(title="iolens", summary="End-to-end HPC I/O monitoring: ingest and query API")
     app.state.ingest = service
     app.include_router(router(service))

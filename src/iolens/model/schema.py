@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 #: Bumped whenever a table or column changes; the store migrates older files.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 
 TS = pa.timestamp("us")
 
@@ -341,6 +341,75 @@ JOB_FACTORS = pa.schema(
     ]
 )
 
+# --- IO500 results (schema version 4) --------------------------------------------------
+
+# One row per imported IO500 run (a result directory). `run_id` is the directory's name;
+# (system, run_id) is the key a re-import replaces. Scores are IO500's own: bandwidth in
+# GiB/s, metadata in kIOPS. `config` is JSON: the parsed config.ini / config-orig.ini (or
+# the io500.sh variables of the 2018 format), empty values dropped.
+IO500_RUNS = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("system", pa.string(), nullable=False),
+        pa.field("api", pa.string()),  # IOR's API: POSIX, MPIIO, DFS, ...
+        pa.field("path", pa.string()),
+        pa.field("format", pa.string()),  # "io500" (C app, 2020-) | "io500.sh" (2018-19)
+        pa.field("version", pa.string()),  # e.g. io500-isc24_v3
+        pa.field("mode", pa.string()),  # standard | extended
+        pa.field("nodes", pa.int32()),
+        pa.field("procs", pa.int32()),
+        pa.field("timestamp", TS),  # start of the run (site time as written, or --tz)
+        pa.field("score", pa.float64()),
+        pa.field("bw_score", pa.float64()),  # GiB/s
+        pa.field("md_score", pa.float64()),  # kIOPS
+        pa.field("valid", pa.bool_()),  # false when IO500 marked the score [INVALID]
+        pa.field("config", pa.string()),  # JSON object
+        pa.field("imported", TS),
+    ]
+)
+
+# One row per phase of an IO500 run: its result and, where the directory has them, the
+# per-rank figures behind the tail (stonewall progress, per-rank runtimes from the CSVs).
+IO500_PHASES = pa.schema(
+    [
+        pa.field("system", pa.string(), nullable=False),
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("phase", pa.string(), nullable=False),  # ior-easy-write, mdtest-hard-stat...
+        pa.field("value", pa.float64()),
+        pa.field("unit", pa.string()),  # GiB/s | kIOPS
+        pa.field("time_s", pa.float64()),  # the phase's runtime
+        pa.field("valid", pa.bool_()),
+        pa.field("t_start", TS),
+        pa.field("t_end", TS),
+        pa.field("value_stonewall", pa.float64()),  # rate up to the stonewall, same unit
+        pa.field("command", pa.string()),  # the ior / mdtest / pfind command line
+        pa.field("latency_s", pa.float64()),  # IOR's Latency(s) column, as printed
+        # Work done by the slowest and fastest rank at the stonewall (IOR pairs, mdtest items)
+        pa.field("rank_items_min", pa.int64()),
+        pa.field("rank_items_max", pa.int64()),
+        # Per-rank runtime percentiles (s), from the per-rank CSVs
+        pa.field("rank_time_p50", pa.float64()),
+        pa.field("rank_time_p90", pa.float64()),
+        pa.field("rank_time_p99", pa.float64()),
+        pa.field("rank_time_max", pa.float64()),
+    ]
+)
+
+# --- Web UI accounts (schema version 5) -------------------------------------------------
+
+# Built-in accounts of the web UI and REST API (`iolens user add`). Only a salted scrypt hash
+# of each API token is kept (`scrypt$KEYID$N$R$P$SALT$DIGEST`, hex); the key id, also the
+# token's prefix, finds the row without trying every hash. A user sees only jobs whose
+# `jobs.user` is `name`; an admin sees everything.
+USERS = pa.schema(
+    [
+        pa.field("name", pa.string(), nullable=False),
+        pa.field("admin", pa.bool_(), nullable=False),
+        pa.field("token_hash", pa.string(), nullable=False),
+        pa.field("created", TS),
+    ]
+)
+
 #: Every table of the store, by name.
 TABLES: dict[str, pa.Schema] = {
     "components": COMPONENTS,
@@ -361,4 +430,7 @@ TABLES: dict[str, pa.Schema] = {
     "darshan_modules": DARSHAN_MODULES,
     "darshan_records": DARSHAN_RECORDS,
     "job_factors": JOB_FACTORS,
+    "io500_runs": IO500_RUNS,
+    "io500_phases": IO500_PHASES,
+    "users": USERS,
 }

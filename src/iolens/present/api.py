@@ -8,7 +8,10 @@ Reads run on their own DuckDB cursor (a second connection of the server's proces
 they never wait for a group commit and see only committed batches. Analysing jobs that
 have no summary yet writes, so it takes the ingest writer's lock like a batch does.
 
-Auth: a bearer token from the agent token list. Per-user read tokens come with the web UI.
+Auth: `iolens.present.web.auth.authorize`, the gate of every route of the server. Agent
+tokens read everything (as before); a user's token (`iolens user add`) reads only that
+user's jobs: `/jobs` lists them whatever `user=` says, another user's job is the same 404 as
+an unknown one, and `/series` (every component's samples) is for admins.
 """
 
 from __future__ import annotations
@@ -18,12 +21,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from fastapi import APIRouter, Depends, FastAPI, Header, Query, Response
+from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from iolens.errors import NotFound
 from iolens.ingest.http import IngestService
-from iolens.ingest.http import create_app as create_ingest_app
 from iolens.present import views
 from iolens.present.cli.render import to_json
 from iolens.store import DuckDBStore
@@ -31,6 +33,8 @@ from iolens.store.base import Store
 
 if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
+
+    from iolens.present.web.auth import WebConfig
 
 API_PREFIX = "/api/v1"
 
@@ -87,42 +91,64 @@ def _json(obj: object) -> Response:
     return Response(to_json(obj), media_type="application/json")
 
 
-def router(service: IngestService) -> APIRouter:
-    readers = Readers(service)
+def _caller(request: Request) -> tuple[str | None, bool]:
+    """(user name, admin) of the caller `authorize` resolved; agents are admins."""
+    who = getattr(request.state, "principal", None)
+    return (who.name, bool(who.admin)) if who is not None else (None, True)
 
-    def reader_token(authorization: str | None = Header(default=None)) -> None:
-        service.check_token(authorization)
+
+def router(service: IngestService, readers: Readers | None = None) -> APIRouter:
+    readers = readers or Readers(service)
+
+    def reader_token(request: Request, authorization: str | None = Header(default=None)) -> None:
+        if getattr(request.state, "principal", None) is None:  # not behind the web gate
+            service.check_token(authorization)
 
     r = APIRouter(prefix=API_PREFIX, dependencies=[Depends(reader_token)], tags=["query"])
 
     @r.get("/jobs")
     def list_jobs(
-        user: str | None = None, limit: int | None = Query(default=None, ge=1)
+        request: Request, user: str | None = None, limit: int | None = Query(default=None, ge=1)
     ) -> Response:
         """Jobs in start order (`iolens jobs --json`); new jobs are analysed first."""
+        name, admin = _caller(request)
         readers.analyze_pending()
         with readers.reader() as store:
-            return _json(views.jobs(store, user=user, limit=limit))
+            if not admin and user not in (None, name):
+                return _json([])
+            return _json(views.jobs(store, user=user if admin else name, limit=limit))
 
     @r.get("/jobs/{job_id}")
-    def get_job(job_id: str, layers: bool = False) -> Response:
+    def get_job(request: Request, job_id: str, layers: bool = False) -> Response:
         """The per-job report (`iolens job ID --json`); 404 for an unknown job."""
+        name, admin = _caller(request)
         readers.analyze_pending()
         with readers.reader() as store:
             try:
+                if not admin:
+                    from iolens.present.web.auth import Principal
+                    from iolens.present.web.scope import visible_job
+
+                    visible_job(store, Principal(name or "", False, "token"), job_id)
                 return _json(views.job(store, job_id, layers=layers))
             except NotFound as exc:
                 return JSONResponse({"detail": str(exc), "job_id": job_id}, status_code=404)
 
     @r.get("/series")
     def get_series(
+        request: Request,
         kind: str | None = None,
         component: str | None = None,
         metric: str | None = None,
         since: str | None = None,
         limit: int = Query(default=10_000, ge=1),
     ) -> Response:
-        """Server-side samples, one value per entry (`iolens series --json`)."""
+        """Server-side samples, one value per entry (`iolens series --json`); admins only."""
+        if not _caller(request)[1]:
+            return JSONResponse(
+                {"detail": "every component's samples are for admins; see /api/jobs/ID/..."},
+                status_code=403,
+            )
         try:
             views.parse_since(since)
         except ValueError as exc:
@@ -133,8 +159,11 @@ def router(service: IngestService) -> APIRouter:
     return r
 
 
-def create_app(store: Store, tokens: Iterable[str] = ()) -> FastAPI:
-    """What `iolens serve` runs: the ingest endpoint plus the query API on one store."""
-    app = create_ingest_app(store, list(tokens))
-    app.include_router(router(app.state.ingest))
-    return app
+def create_app(
+    store: Store, tokens: Iterable[str] = (), config: WebConfig | None = None
+) -> FastAPI:
+    """What `iolens serve` runs: ingest, this query API, the REST API and the web UI on one
+    store (`iolens.present.web.app.create_app`); `config` is its `WebConfig`."""
+    from iolens.present.web.app import create_app as create_web_app
+
+    return create_web_app(store, tokens, config)

@@ -31,6 +31,9 @@ _JOB_KEYS = (
 _SPAN_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 # Along the I/O path, as the report reads.
 _LAYER_ORDER = ("compute", "forwarder", "ost", "mds")
+#: `iolens job --json` lists this many access-pattern streams (most accesses first); the
+#: per-file summary (`access_pattern_files`) counts them all.
+ACCESS_PATTERN_ROWS = 200
 
 
 def pending_analysis(store: Store) -> list[str]:
@@ -59,6 +62,7 @@ def job(store: Store, job_id: str, layers: bool = False) -> dict[str, Any]:
     its path (compute, forwarder, ost, mds) and per component, aligned to its start.
     """
     from iolens.analyze import report
+    from iolens.analyze.jobs.access_pattern import access_patterns, by_file
     from iolens.analyze.jobs.crosslayer import layer_series
 
     rep = report.build(store, job_id).to_dict()
@@ -68,6 +72,9 @@ def job(store: Store, job_id: str, layers: bool = False) -> dict[str, Any]:
     rep["layers"] = dict(
         sorted(rep["layers"].items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
     )
+    streams = access_patterns(store, job_id)
+    rep["access_patterns"] = streams[:ACCESS_PATTERN_ROWS]
+    rep["access_pattern_files"] = by_file(streams)
     if layers:
         rep["layer_series"] = layer_series(store, job_id)
     return rep

@@ -92,6 +92,30 @@ MIGRATIONS: list[tuple[int, str]] = [
             computed TIMESTAMP);
         """,
     ),
+    (
+        4,
+        """
+        CREATE TABLE io500_runs (
+            run_id VARCHAR NOT NULL, system VARCHAR NOT NULL, api VARCHAR, path VARCHAR,
+            format VARCHAR, version VARCHAR, mode VARCHAR, nodes INTEGER, procs INTEGER,
+            "timestamp" TIMESTAMP, score DOUBLE, bw_score DOUBLE, md_score DOUBLE,
+            valid BOOLEAN, config VARCHAR, imported TIMESTAMP);
+        CREATE TABLE io500_phases (
+            system VARCHAR NOT NULL, run_id VARCHAR NOT NULL, phase VARCHAR NOT NULL,
+            value DOUBLE, unit VARCHAR, time_s DOUBLE, valid BOOLEAN, t_start TIMESTAMP,
+            t_end TIMESTAMP, value_stonewall DOUBLE, command VARCHAR, latency_s DOUBLE,
+            rank_items_min BIGINT, rank_items_max BIGINT, rank_time_p50 DOUBLE,
+            rank_time_p90 DOUBLE, rank_time_p99 DOUBLE, rank_time_max DOUBLE);
+        """,
+    ),
+    (
+        5,
+        """
+        CREATE TABLE users (
+            name VARCHAR NOT NULL, admin BOOLEAN NOT NULL, token_hash VARCHAR NOT NULL,
+            created TIMESTAMP);
+        """,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

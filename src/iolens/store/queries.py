@@ -34,11 +34,52 @@ def jobs(store: Store, user: str | None = None, limit: int | None = None) -> lis
     return store.query(sql, [user] if user else []).to_pylist()
 
 
+_KIND = "CASE WHEN {c}op IN ('read', 'write') THEN {c}op ELSE 'meta' END"
+
+
+def counted_layer_ctes(jobs: str) -> str:
+    """CTEs ending in `upper_counted(job_id, file_id, k)`: which of the jobs' files have
+    their reads (k = 'read'), writes ('write') or metadata ops ('meta') counted at the
+    MPI-IO layer; every other (job, file, kind) is counted at the POSIX/STDIO layer.
+
+    An MPI-IO call and the POSIX calls the MPI library makes for it describe the same I/O,
+    so each (job, file, kind) is counted from one layer only: the lower one, unless the
+    file has no lower records of that kind, or (data) the MPI-IO layer moved more bytes
+    (the library went around the POSIX wrappers, e.g. with POSIX AIO for nonblocking and
+    split-collective calls). `jobs` is a relation with a job_id column.
+    """
+    kind = _KIND.format(c="")
+    return f"""
+u AS (
+  SELECT job_id, file_id, {kind} AS k, sum(size * count) AS b
+  FROM client_io JOIN {jobs} USING (job_id) WHERE layer = 'mpiio' GROUP BY ALL),
+lo AS (
+  SELECT c.job_id, c.file_id, {_KIND.format(c="c.")} AS k, sum(c.size * c.count) AS b
+  FROM client_io c JOIN {jobs} USING (job_id) SEMI JOIN u USING (job_id, file_id)
+  WHERE c.layer <> 'mpiio' GROUP BY ALL),
+upper_counted AS (
+  SELECT u.job_id, u.file_id, u.k FROM u LEFT JOIN lo USING (job_id, file_id, k)
+  WHERE lo.job_id IS NULL OR (u.k <> 'meta' AND u.b > lo.b))"""
+
+
+def counted_sql(alias: str = "c") -> tuple[str, str]:
+    """(join, condition) that keep the rows of client_io `alias` counted per
+    counted_layer_ctes()."""
+    join = (
+        f"LEFT JOIN upper_counted uc ON uc.job_id = {alias}.job_id "
+        f"AND uc.file_id = {alias}.file_id AND uc.k = {_KIND.format(c=alias + '.')}"
+    )
+    return join, f"(({alias}.layer = 'mpiio') = (uc.job_id IS NOT NULL))"
+
+
 def client_io(store: Store, job_id: str) -> pa.Table:
+    """The job's client records, each I/O once (see counted_layer_ctes)."""
+    join, counted = counted_sql()
     return store.query(
-        "SELECT node, pid, rank, op, file_id, size, count, stride, "
-        "epoch_us(t_start) / 1e6 AS t0, epoch_us(t_end) / 1e6 AS t1 "
-        "FROM client_io WHERE job_id = ?",
+        f"WITH one AS (SELECT $1::VARCHAR AS job_id), {counted_layer_ctes('one')} "
+        "SELECT c.node, c.pid, c.rank, c.op, c.file_id, c.size, c.count, c.stride, "
+        "epoch_us(c.t_start) / 1e6 AS t0, epoch_us(c.t_end) / 1e6 AS t1 "
+        f"FROM client_io c {join} WHERE c.job_id = $1 AND {counted}",
         [job_id],
     )
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 MAGIC = b"IOLTRACE"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Versions this decoder reads: 2 added the MPI-IO layer and the HINTS section, so a
+#: version-1 file is a version-2 file without them.
+READABLE_VERSIONS = (1, 2)
 ENDIAN_MARK = 0x01020304
 
 # Section types.
@@ -18,6 +21,7 @@ SEC_RECORDS = 1
 SEC_FILES = 2
 SEC_SUMMARY = 3
 SEC_HEADER = 4
+SEC_HINTS = 5
 SEC_END = 0x454E44
 
 # Header flags.
@@ -41,7 +45,7 @@ OP_NAMES = (
     "read", "write", "open", "close", "stat", "unlink", "rename", "mkdir", "rmdir",
     "fsync", "seek", "mmap", "dup", "flush",
 )  # fmt: skip
-LAYER_NAMES = ("posix", "stdio")
+LAYER_NAMES = ("posix", "stdio", "mpiio")
 HIST_BINS = 10
 #: Lower edges of Darshan's access-size bins, in bytes.
 HIST_EDGES = (0, 100, 1024, 10240, 102400, 1048576, 4194304, 10485760, 104857600, 1073741824)
@@ -56,6 +60,8 @@ RECORD = np.dtype(
     ]
 )  # fmt: skip
 FILE_ENTRY = np.dtype([("index", "<u4"), ("parent", "<u4"), ("path_len", "<u4"), ("flags", "<u4")])
+#: One file's MPI-IO hints: then `len` bytes of "key=value\n" lines, zero-padded to 8.
+HINTS_ENTRY = np.dtype([("file", "<u4"), ("len", "<u4")])
 SUMMARY = np.dtype(
     [
         ("file", "<u4"), ("layer", "<u4"), ("ops", "<u8", (len(OP_NAMES),)),
@@ -88,5 +94,6 @@ assert PREAMBLE.itemsize == 16
 assert SECTION.itemsize == 16
 assert RECORD.itemsize == 64
 assert FILE_ENTRY.itemsize == 16
+assert HINTS_ENTRY.itemsize == 8
 assert SUMMARY.itemsize == 400
 assert HEADER.itemsize == 136

@@ -7,7 +7,7 @@ names the file and the problem, never with an IndexError deep inside numpy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +30,8 @@ class RawTrace:
     paths: dict[int, str]
     parents: dict[int, int]
     summaries: np.ndarray  # fmt.SUMMARY
+    #: file index -> the MPI_Info hints passed when MPI-IO opened it ("key=value" lines)
+    hints: dict[int, str] = field(default_factory=dict)
 
 
 def _text(b: bytes) -> str:
@@ -48,9 +50,11 @@ def read(path: str | Path) -> RawTrace:
     pre = np.frombuffer(data, fmt.PREAMBLE, 1)[0]
     if bytes(pre["magic"]) != fmt.MAGIC:
         raise InputError(src, "not an iolens trace (bad magic)")
-    if int(pre["version"]) != fmt.FORMAT_VERSION:
+    if int(pre["version"]) not in fmt.READABLE_VERSIONS:
         raise InputError(
-            src, f"format version {int(pre['version'])} (this iolens reads {fmt.FORMAT_VERSION})"
+            src,
+            f"format version {int(pre['version'])} (this iolens reads "
+            f"{', '.join(map(str, fmt.READABLE_VERSIONS))})",
         )
     if int(pre["endian"]) != fmt.ENDIAN_MARK:
         raise InputError(src, "written on a big-endian host (not supported)")
@@ -63,6 +67,7 @@ def read(path: str | Path) -> RawTrace:
     strings = b""
     paths: dict[int, str] = {}
     parents: dict[int, int] = {}
+    hints: dict[int, str] = {}
     ended = False
     while pos < len(data):
         if ended:
@@ -96,6 +101,8 @@ def read(path: str | Path) -> RawTrace:
                 raise InputError(src, f"header at byte {pos} is too short")
             header = np.frombuffer(body, fmt.HEADER, 1)[0]
             strings = body[fmt.HEADER.itemsize :]
+        elif kind == fmt.SEC_HINTS:
+            _hints(src, body, pos, hints)
         elif kind == fmt.SEC_END:
             ended = True
         else:
@@ -117,6 +124,9 @@ def read(path: str | Path) -> RawTrace:
     records = np.concatenate(blocks) if blocks else np.zeros(0, fmt.RECORD)
     summ = np.concatenate(summaries) if summaries else np.zeros(0, fmt.SUMMARY)
     known = set(paths) | {fmt.FILE_NONE}
+    if set(hints) - known:
+        bad_hint = min(set(hints) - known)
+        raise InputError(src, f"hints refer to file index {bad_hint} not in the table")
     for name, arr in (("record", records["file"]), ("summary", summ["file"])):
         bad = set(np.unique(arr).tolist()) - known
         if bad:
@@ -137,6 +147,7 @@ def read(path: str | Path) -> RawTrace:
         paths=paths,
         parents=parents,
         summaries=summ,
+        hints=hints,
     )
 
 
@@ -154,4 +165,20 @@ def _files(src: str, body: bytes, at: int, paths: dict[int, str], parents: dict[
         idx = int(e["index"])
         paths[idx] = _text(body[pos + size : pos + size + n])
         parents[idx] = int(e["parent"])
+        pos += size + padded
+
+
+def _hints(src: str, body: bytes, at: int, hints: dict[int, str]) -> None:
+    """HINTS entries; a file opened several times keeps the hints of its last open."""
+    pos = 0
+    size = fmt.HINTS_ENTRY.itemsize
+    while pos < len(body):
+        if pos + size > len(body):
+            raise InputError(src, f"hints section at byte {at} ends inside an entry")
+        e = np.frombuffer(body, fmt.HINTS_ENTRY, 1, pos)[0]
+        n = int(e["len"])
+        padded = (n + 7) & ~7
+        if pos + size + padded > len(body):
+            raise InputError(src, f"hints section at byte {at} ends inside a text")
+        hints[int(e["file"])] = _text(body[pos + size : pos + size + n])
         pos += size + padded

@@ -6,7 +6,7 @@ import datetime as dt
 import os
 import pwd
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -57,6 +57,8 @@ class TraceFile:
     files: pa.Table  # iolens.model.schema.FILES
     client_io: pa.Table  # iolens.model.schema.CLIENT_IO
     summaries: pa.Table  # iolens.tracefile.tables.SUMMARIES
+    #: MPI-IO hints passed at open: path -> {key: value} (the last open of each file)
+    hints: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def records(self) -> int:
@@ -116,7 +118,18 @@ def decode(path: str | os.PathLike[str]) -> TraceFile:
         files=files,
         client_io=client_io_table(raw, ids, job_id, rank_or_none, clock),
         summaries=summaries_table(raw, ids, job_id, rank_or_none, clock),
+        hints={raw.paths[i]: _pairs(text) for i, text in raw.hints.items() if i in raw.paths},
     )
+
+
+def _pairs(text: str) -> dict[str, str]:
+    """`key=value` lines -> dict (a value may itself contain `=`)."""
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key] = value
+    return out
 
 
 def decode_dir(spool_dir: str | os.PathLike[str]) -> Iterator[TraceFile]:

@@ -59,7 +59,7 @@ static struct iol_summary *summary_of(uint32_t file, int layer)
 IOL_HIDDEN void iol_summaries_reset(void)
 {
     for (uint32_t i = 0; i < g.nfiles; i++)
-        g.files[i].sum[0] = g.files[i].sum[1] = -1;
+        iol_fentry_clear(&g.files[i]);
     for (int l = 0; l < IOL_NLAYERS; l++) {
         struct iol_summary *s = &g.sums[l];
         memset(s, 0, sizeof *s);
@@ -69,8 +69,8 @@ IOL_HIDDEN void iol_summaries_reset(void)
         s->last_end_read = s->last_end_write = -1;
     }
     g.nsums = IOL_NLAYERS;
-    g.files[IOL_FILE_OTHER].sum[0] = 0;
-    g.files[IOL_FILE_OTHER].sum[1] = 1;
+    for (int l = 0; l < IOL_NLAYERS; l++)
+        g.files[IOL_FILE_OTHER].sum[l] = l;
 }
 
 /* Fold a chunk's records into the summaries; caller holds g.lock. */
@@ -116,7 +116,7 @@ void iol_fold(struct iol_chunk *c)
             s->seq_reads += seq;
             s->consec_reads += consec;
             s->hist_read[hist_bin(r->size)] += r->count;
-            if (r->size > 0 && top > s->max_byte_read)
+            if (r->size > 0 && r->offset >= 0 && top > s->max_byte_read)
                 s->max_byte_read = top;
         } else {
             s->bytes_written += bytes;
@@ -124,7 +124,7 @@ void iol_fold(struct iol_chunk *c)
             s->seq_writes += seq;
             s->consec_writes += consec;
             s->hist_write[hist_bin(r->size)] += r->count;
-            if (r->size > 0 && top > s->max_byte_written)
+            if (r->size > 0 && r->offset >= 0 && top > s->max_byte_written)
                 s->max_byte_written = top;
         }
     }

@@ -91,7 +91,7 @@ static uint32_t insert(const char *path, size_t len, int with_parent)
             e->parent = parent;
             e->path_off = off;
             e->path_len = (uint32_t)len;
-            e->sum[0] = e->sum[1] = -1;
+            iol_fentry_clear(e);
             __atomic_store_n(&g.hash_vals[i], idx, __ATOMIC_RELEASE);
             return idx;
         }
@@ -190,8 +190,8 @@ void iol_files_init(void)
     memcpy(g.arena, other, sizeof other - 1);
     g.arena_used = sizeof other - 1;
     g.files[IOL_FILE_OTHER].path_len = sizeof other - 1;
-    g.files[0].sum[0] = g.files[0].sum[1] = -1;
-    g.files[1].sum[0] = g.files[1].sum[1] = -1;
+    iol_fentry_clear(&g.files[0]);
+    iol_fentry_clear(&g.files[1]);
     iol_summaries_reset();
     iol_cwd_refresh();
     /* the standard streams, Darshan-style names */

@@ -140,6 +140,12 @@ IOL_HIDDEN uint32_t iol_file_at(int dirfd, const char *path);
 IOL_HIDDEN uint32_t iol_file_named(const char *name);
 IOL_HIDDEN void iol_cwd_refresh(void);
 
+/* modules/mpiio.c: this process's MPI-IO hints as a HINTS section payload (NULL if none) */
+IOL_HIDDEN const void *iol_mpiio_hints(uint64_t *len);
+
+/* modules/readahead.c: read IOLENS_READAHEAD* and set the plug-in up (after the fd table) */
+IOL_HIDDEN void iol_ra_init(void);
+
 /* ---- clock ----------------------------------------------------------------------- */
 
 static inline uint64_t iol_now(void)
@@ -174,6 +180,21 @@ static inline void iol_fd_set(int fd, uint32_t file, int64_t pos)
         f->spos = 0;
         __atomic_store_n(&f->file, file, __ATOMIC_RELAXED);
     }
+}
+
+/* No summary slot yet in any layer. */
+static inline void iol_fentry_clear(struct iol_fentry *e)
+{
+    for (int l = 0; l < IOL_NLAYERS; l++)
+        e->sum[l] = -1;
+}
+
+static inline int iol_fentry_summarised(const struct iol_fentry *e)
+{
+    for (int l = 0; l < IOL_NLAYERS; l++)
+        if (e->sum[l] >= 0)
+            return 1;
+    return 0;
 }
 
 static inline uint32_t iol_parent(uint32_t file)
@@ -217,7 +238,7 @@ static inline void iol_record(int op, int layer, uint32_t file, int64_t off, int
             } else if (off == r->offset + (int64_t)r->count * r->stride) {
                 goto merge;
             }
-        } else if (off < 0 && file > IOL_FILE_OTHER) {
+        } else if (off < 0 && size == 0 && file > IOL_FILE_OTHER) {
             uint32_t pd = iol_parent(file);
             if (pd > IOL_FILE_OTHER) {
                 if (r->flags & IOL_R_DIR) {

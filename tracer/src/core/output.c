@@ -183,7 +183,7 @@ IOL_HIDDEN void iol_spill_chunk(struct iol_chunk *c)
 static int wanted(uint32_t i)
 {
     const struct iol_fentry *e = &g.files[i];
-    return i == IOL_FILE_OTHER || e->sum[0] >= 0 || e->sum[1] >= 0 || g.nsums >= g.sums_cap;
+    return i == IOL_FILE_OTHER || iol_fentry_summarised(e) || g.nsums >= g.sums_cap;
 }
 
 static int write_files(void)
@@ -277,6 +277,10 @@ void iol_finalize(uint32_t flags, int trylock)
     ok = ok && write_files() == 0;
     ok = ok && write_section(IOL_SEC_SUMMARY, 0, g.sums,
                              (uint64_t)g.nsums * sizeof(struct iol_summary)) == 0;
+    uint64_t hints_len = 0;
+    const void *hints = iol_mpiio_hints(&hints_len);
+    if (hints && hints_len)
+        ok = ok && write_section(IOL_SEC_HINTS, 0, hints, hints_len) == 0;
 
     struct {
         struct iol_header h;

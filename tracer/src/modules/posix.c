@@ -9,6 +9,7 @@
  * file's shape: one file per layer, records tagged with its IOL_LAYER_*.
  */
 #include "../core/iolens.h"
+#include "readahead.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
@@ -56,6 +57,8 @@ static inline void data_op(int op, int fd, int64_t off, int64_t n, uint64_t t0, 
         off = f->pos;
         f->pos += n;
     }
+    if (op == IOL_OP_READ)
+        iol_ra_hook(fd, f->file, off, n); /* read-ahead plug-in (readahead.c), opt-in */
     iol_record(op, IOL_LAYER_POSIX, f->file, off, n, t0, t1);
 }
 

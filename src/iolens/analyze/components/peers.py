@@ -31,6 +31,7 @@ from iolens.analyze.components.base import (
     top_jobs,
     verdict,
 )
+from iolens.analyze.speed_classes import client_speed_evidence
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,10 @@ def slow_episodes(
                 "jobs": top_jobs(shares, comp, a, b, "bytes"),
                 **verdict(s.abnormal[ci], s.valid[ci], b),
             }
+            # corroboration from the clients' side (speed classes of the calls through it)
+            client = client_speed_evidence(ctx, component_kind, comp, start, end)
+            if client is not None:
+                evidence["client_speed"] = client
             out.append(
                 Episode(
                     kind=kind,

@@ -9,6 +9,7 @@ finding (IOL006) then quotes the neighbours and culprits of the slow phases.
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -85,6 +86,27 @@ def _slowdown(p: phases.Phase, runs: list[history.Run], job_id: str) -> float | 
     return round(p.duration / float(np.median(alike)), 2) if alike else None
 
 
+#: How far the interference span may grow beyond the analysed jobs' own (seconds).
+MAX_WIDEN_S = 6 * 3600.0
+
+
+def _with_overlapping(store: Store, span: Span) -> Span:
+    """`span` widened to the jobs that ran during it (within MAX_WIDEN_S): bursts are cut
+    from open..close records inside the span, so a culprit that started before the first
+    analysed job (or ends after the last) would otherwise lose the burst that hurt it."""
+    if span.lo is None or span.hi is None:
+        return span
+    # naive datetimes, as the reports' start/end (whose .timestamp() made the span)
+    row = store.query(
+        'SELECT min("start") AS s, max("end") AS e FROM jobs '
+        'WHERE "start" < ? AND ("end" IS NULL OR "end" > ?)',
+        [datetime.fromtimestamp(span.hi), datetime.fromtimestamp(span.lo)],
+    ).to_pylist()[0]
+    lo = min(span.lo, row["s"].timestamp()) if row["s"] else span.lo
+    hi = max(span.hi, row["e"].timestamp() + 1) if row["e"] else span.hi
+    return Span(max(lo, span.lo - MAX_WIDEN_S), min(hi, span.hi + MAX_WIDEN_S))
+
+
 def diagnose_jobs(store: Store, reports: list[JobReport], everything: bool) -> None:
     """Interference, phases and history anomalies of `reports`, stored; sets `rep.history`.
 
@@ -98,6 +120,7 @@ def diagnose_jobs(store: Store, reports: list[JobReport], everything: bool) -> N
         starts = [r.start.timestamp() for r in reports if r.start]
         ends = [r.end.timestamp() for r in reports if r.end]
         span = Span(min(starts), max(ends) + 1) if starts and ends else EVERYTHING
+        span = _with_overlapping(store, span)
     n1 = set(
         store.query("SELECT job_id FROM job_summaries WHERE io_mode = 'N-1'")
         .column("job_id")

@@ -27,12 +27,14 @@ from __future__ import annotations
 import json
 from bisect import bisect_left
 from collections import defaultdict
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from iolens.analyze.jobs.usage import (
     EVERYTHING,
@@ -216,9 +218,11 @@ def calibrate(found: list[Burst], u: Utilisation, caps: dict[str, Capacity]) -> 
                 sat = (rho > 1.2) & (rho < 250) & (cap > 0.99) & (other == 0)
                 sat &= mine > 0.5 * (mine + plain[c])
                 ost_fit[kind].append((total[sat] - plain[c][sat]) / mine[sat])
-    cal.n1_fwd = _median(fwd_fit) or DEFAULT_N1_FWD
+    # An N-1 request never costs less than a plain one: a fit below 1 means the samples
+    # showed no N-1 penalty (a server without extent locks), not a discount.
+    cal.n1_fwd = max(1.0, _median(fwd_fit) or DEFAULT_N1_FWD)
     for kind in ("read", "write"):
-        cal.n1_ost[kind] = _median(ost_fit[kind]) or DEFAULT_N1_OST[kind]
+        cal.n1_ost[kind] = max(1.0, _median(ost_fit[kind]) or DEFAULT_N1_OST[kind])
     md_cost = _median(md_fit, minimum=20)
     for f, cap in caps.items():
         if md_cost is not None and md_cost > 0:
@@ -328,6 +332,30 @@ def _n1_jobs(store: Store, span: Span) -> set[str]:
     )
 
 
+#: Bursts of some jobs cut elsewhere: (jobs covered, their bursts by job). The distributed
+#: analysis (`iolens.analyze.distributed`) cuts each job's bursts in parallel, next to its
+#: report; `diagnose` then cuts only the jobs not covered. `n1` is set here.
+PRECUT_BURSTS: ContextVar[tuple[set[str], dict[str, list[Burst]]] | None] = ContextVar(
+    "iolens_precut_bursts", default=None
+)
+
+
+def _bursts(store: Store, span: Span, n1_jobs: set[str]) -> dict[str, list[Burst]]:
+    rows = usage_rows(store, span)
+    pre = PRECUT_BURSTS.get()
+    if pre is None:
+        return bursts(rows, burst_windows(store, span), n1_jobs)
+    covered, cut = pre
+    ids = pa.array(sorted(covered), pa.string())
+    rest = rows.filter(pc.invert(pc.is_in(rows.column("job_id"), value_set=ids)))
+    out = bursts(rest, burst_windows(store, span), n1_jobs) if rest.num_rows else {}
+    for job, found in cut.items():
+        for b in found:
+            b.n1 = job in n1_jobs and b.kind != "meta"
+        out[job] = found
+    return dict(sorted(out.items()))  # job order, as cut from the rows above
+
+
 def diagnose(
     store: Store,
     span: Span = EVERYTHING,
@@ -336,7 +364,7 @@ def diagnose(
     """Culprits of every job with I/O in `span` (all data by default)."""
     caps = capacities(store)
     n1_jobs = _n1_jobs(store, span) if n1_jobs is None else n1_jobs
-    by_job = bursts(usage_rows(store, span), burst_windows(store, span), n1_jobs)
+    by_job = _bursts(store, span, n1_jobs)
     found = sorted((b for bs in by_job.values() for b in bs), key=lambda b: b.start)
     if not found:
         return Diagnosis([], {}, {}, by_job, Calibration(), [])

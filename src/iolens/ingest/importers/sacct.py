@@ -34,6 +34,9 @@ SOURCE = "slurm"
 _INTERNAL_STEPS = {"extern", "interactive"}
 # Steps whose name is not the program srun ran.
 _UNNAMED_STEPS = {"batch", *_INTERNAL_STEPS}
+# Daemons `mpirun` starts with srun inside an allocation (one per node but its own): their
+# step's task count is not the job's process count.
+_LAUNCHER_STEPS = {"orted", "prted", "hydra_pmi_proxy"}
 
 
 def timezone(name: str | None) -> tzinfo | None:
@@ -159,10 +162,16 @@ def _row(job: _Job, cols: _Columns, tz: tzinfo | None) -> dict[str, object]:
 
 
 def _nprocs(allocs: list[SacctRecord], steps: list[SacctRecord], cols: _Columns) -> int | None:
-    """NTasks of the allocation, else the most tasks an application step ran, else CPUs."""
+    """NTasks of the allocation, else the most tasks an application step ran, else CPUs.
+
+    A job whose ranks `mpirun` started (its srun step runs an MPI launcher daemon per node)
+    counts its allocated CPUs: mpirun fills the allocation's slots."""
     tasks = [n for r in allocs if (n := cols.int(r, "ntasks")) is not None]
     if tasks:
         return sum(tasks)
+    cpus = [r.ncpus for r in allocs if r.ncpus]
+    if cpus and any((r.name or "") in _LAUNCHER_STEPS for r in steps):
+        return sum(cpus)
     tasks = [
         n
         for r in steps

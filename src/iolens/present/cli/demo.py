@@ -26,7 +26,14 @@ def pick_interesting(rows: list[dict[str, Any]], findings: list[dict[str, Any]])
     return None
 
 
-def run_demo(db: Path | None, nodes: int, hours: float, seed: int, out: Console) -> None:
+def run_demo(
+    db: Path | None,
+    nodes: int,
+    hours: float,
+    seed: int,
+    out: Console,
+    serve: bool | None = None,
+) -> None:
     from iolens.analyze import report
     from iolens.present.cli.main import run_simulation
     from iolens.store import queries
@@ -115,6 +122,7 @@ def run_demo(db: Path | None, nodes: int, hours: float, seed: int, out: Console)
     if job_id:
         out.print(Rule(f"Per-job report of job {job_id}"))
         out.print(render.job_report(report.build(store, job_id).to_dict()))
+    web = demo_accounts(store, job_id, rows)
     store.close()
     out.print(Rule())
     out.print(
@@ -122,3 +130,58 @@ def run_demo(db: Path | None, nodes: int, hours: float, seed: int, out: Console)
         f"  iolens jobs --db {path} --user carol\n"
         f"  iolens job {job_id} --db {path} --json"
     )
+    show_web(path, web, job_id, out, serve)
+
+
+def demo_accounts(store: Any, job_id: str | None, rows: list[dict[str, Any]]) -> dict[str, str]:
+    """A web UI account for the owner of the job shown, and an admin: name -> token."""
+    from iolens.present.web.accounts import add_user
+
+    owner = next((r["user"] for r in rows if r["job_id"] == job_id), None)
+    accounts = {"admin": add_user(store, "admin", admin=True, replace=True)}
+    if owner:
+        accounts[owner] = add_user(store, owner, replace=True)
+    return accounts
+
+
+def show_web(
+    path: Path, accounts: dict[str, str], job_id: str | None, out: Console, serve: bool | None
+) -> None:
+    """Print clickable links into the web UI; serve it on loopback when asked (by default
+    when a person is at the terminal), until Ctrl-C."""
+    import socket
+    import sys
+
+    port = 8470
+    with socket.socket() as s:
+        if s.connect_ex(("127.0.0.1", port)) == 0:  # taken: any free port
+            with socket.socket() as t:
+                t.bind(("127.0.0.1", 0))
+                port = t.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    user = next((n for n in accounts if n != "admin"), None)
+    out.print(Rule("Web UI"))
+    if user and job_id:
+        link = f"{base}/jobs/{job_id}?token={accounts[user]}"
+        out.print(f"  job {job_id} as its owner {user}: {link}", soft_wrap=True, highlight=False)
+    link = f"{base}/admin?token={accounts['admin']}"
+    out.print(f"  system views as admin: {link}", soft_wrap=True, highlight=False)
+    if serve is None:
+        serve = sys.stdin.isatty() and sys.stdout.isatty()
+    if not serve:
+        out.print(
+            f"Start the server for these links with: iolens serve --db {path} --port {port}",
+            soft_wrap=True,
+        )
+        return
+    import uvicorn
+
+    from iolens.present.api import create_app
+    from iolens.store import DuckDBStore
+
+    out.print(f"Serving the web UI on {base} (loopback only); Ctrl-C stops it.")
+    store = DuckDBStore(path)
+    try:
+        uvicorn.run(create_app(store), host="127.0.0.1", port=port, log_level="warning")
+    finally:
+        store.close()

@@ -18,17 +18,24 @@ from rich.table import Table
 from iolens import __version__
 from iolens.errors import IolensError
 from iolens.present.cli import (
+    advise,
     agenting,
+    compare,
+    darshan_import,
     diagnosis,
+    expect,
     importing,
     jobdiag,
     remote,
     render,
     reporting,
+    scaleout,
     scheduler,
     serving,
+    site,
     system,
     tracing,
+    users,
 )
 from iolens.present.cli.app import (
     DbOption,
@@ -170,6 +177,8 @@ def job(
         print(render.to_json(rep))
     else:
         out.print(render.job_report(rep))
+        if rep.get("access_pattern_files"):
+            out.print(render.access_patterns(rep["access_pattern_files"]))
         if layers:
             out.print(render.layer_series(rep["layer_series"]))
 
@@ -226,10 +235,21 @@ def analyze(
         str | None,
         typer.Option(help="Jobs ended since T, components over [T, now]: ISO time or span (2h)."),
     ] = None,
+    dask: Annotated[
+        str | None,
+        typer.Option(help="Run on this Dask scheduler (tcp://host:8786); --db a dataset."),
+    ] = None,
+    dask_slurm: Annotated[
+        bool, typer.Option(help="Run on Dask workers started as Slurm jobs (dask-jobqueue).")
+    ] = False,
+    workers: Annotated[int, typer.Option(min=1, help="With --dask-slurm: workers.")] = 4,
+    worker_cores: Annotated[int, typer.Option(min=1, help="With --dask-slurm: cores each.")] = 1,
+    worker_memory: Annotated[str, typer.Option(help="With --dask-slurm: memory each.")] = "8GiB",
     as_json: JsonOption = False,
 ) -> None:
     """Re-run the analyses: findings rules of jobs, then the component detectors (what
-    `iolens serve` does as jobs end and every hour)."""
+    `iolens serve` does as jobs end and every hour). `--dask`/`--dask-slurm` run them as
+    Dask tasks over a dataset's partitions, with the same results."""
     from iolens.analyze.components import analyze_components
     from iolens.analyze.pipeline import analyze_jobs
     from iolens.present import views
@@ -238,6 +258,12 @@ def analyze(
 
     if since is not None and job_ids:
         raise typer.BadParameter("give job ids or --since, not both", param_hint="'--since'")
+    if dask or dask_slurm:
+        if since is not None:
+            raise typer.BadParameter("not with --dask", param_hint="'--since'")
+        slurm = workers if dask_slurm else None
+        scaleout.analyze_on_dask(db, job_ids, dask, slurm, worker_cores, worker_memory, as_json)
+        return
     try:
         start = views.parse_since(since)
     except ValueError as exc:
@@ -278,11 +304,18 @@ def demo(
     nodes: Annotated[int, typer.Option(min=16)] = 1024,
     hours: Annotated[float, typer.Option(min=0.1)] = 2.0,
     seed: int = 7,
+    serve: Annotated[
+        bool | None,
+        typer.Option(
+            "--serve/--no-serve",
+            help="Serve the web UI on loopback afterwards [default: at a terminal].",
+        ),
+    ] = None,
 ) -> None:
     """Simulate a small cluster, ingest, analyse, and show what iolens finds."""
     from iolens.present.cli.demo import run_demo
 
-    run_demo(db, nodes, hours, seed, out)
+    run_demo(db, nodes, hours, seed, out, serve)
 
 
 @app.command()
@@ -295,16 +328,24 @@ app.command(context_settings={"allow_interspersed_args": False})(tracing.trace)
 app.add_typer(tracing.import_app, name="import")
 tracing.import_app.command("sacct")(scheduler.import_sacct)
 app.add_typer(scheduler.hook_app, name="hook")
+app.add_typer(site.site_app, name="site")
 tracing.import_app.command("lustre")(importing.import_lustre)
+tracing.import_app.command("darshan")(darshan_import.import_darshan)
 app.command()(serving.serve)
 app.command()(diagnosis.anomalies)
 app.command()(jobdiag.interference)
+app.command("advise")(advise.advise)
 app.command()(agenting.agent)
 app.add_typer(agenting.config_app, name="config")
 system.register(app)
+tracing.import_app.command("io500")(expect.import_io500)
+app.command()(expect.expect)
+app.command()(compare.compare)
 app.command()(reporting.report)
 app.command()(reporting.explain)
 app.command()(reporting.findings)
+app.command()(scaleout.compact)
+app.add_typer(users.user_app, name="user")
 
 
 def main() -> None:

@@ -186,6 +186,30 @@ def job_report(rep: dict[str, Any]) -> Group:
     )
 
 
+def access_patterns(files: list[dict[str, Any]], most: int = 10) -> Table:
+    """Sequential / strided / random accesses per file and op, over all its processes
+    (SIOX FileSurveyor; per-process streams are in the JSON)."""
+    shown = f"the {most} with most accesses" if len(files) > most else "all"
+    t = Table(title=f"Access patterns per file ({shown})", title_justify="left")
+    for col in ("path", "op", "procs", "accesses", "sequential", "strided", "random", "pattern"):
+        t.add_column(col, justify="left" if col in ("path", "op", "pattern") else "right")
+    for f in files[:most]:
+        pattern = f["pattern"]
+        if pattern == "strided" and f["strides"]:
+            pattern += f" {human_bytes(f['strides'][0]['stride'])}"
+        t.add_row(
+            f["path"],
+            f["op"],
+            f"{f['processes']:,}",
+            f"{f['accesses']:,}",
+            f"{f['sequential']:,}",
+            f"{f['strided']:,}",
+            f"{f['random']:,}",
+            pattern,
+        )
+    return t
+
+
 def _short_list(items: list[str], most: int = 6) -> str:
     if not items:
         return "-"

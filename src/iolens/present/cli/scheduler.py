@@ -45,6 +45,13 @@ def import_sacct(
         ),
     ] = None,
     delimiter: Annotated[str, typer.Option(help="Field delimiter (sacct --delimiter).")] = "|",
+    server: Annotated[
+        str | None,
+        typer.Option(help="Send to this iolens server (while `iolens serve` owns the store)."),
+    ] = None,
+    token: Annotated[
+        str | None, typer.Option(envvar="IOLENS_TOKEN", help="Agent token for --server.")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Load Slurm accounting into the jobs table (a file already loaded adds nothing)."""
@@ -57,8 +64,24 @@ def import_sacct(
     )
     batch, rows = sacct.batch_of_file(file, tz=tz, fields=fields, delimiter=delimiter)
     jobs = batch.jobs.num_rows if batch.jobs is not None else 0
-    with open_db(db, create=True) as store:
-        counts = load(store, batch)
+    if server:
+        from iolens.ship import wire
+        from iolens.ship.transport import HttpTransport
+
+        transport = HttpTransport(server, token)
+        try:
+            answer = transport.send(wire.encode(batch))
+        finally:
+            transport.close()
+        rows_in = answer.get("rows")
+        counts = (
+            {str(k): int(v) for k, v in rows_in.items()}
+            if isinstance(rows_in, dict) and not answer.get("duplicate")
+            else {}
+        )
+    else:
+        with open_db(db, create=True) as store:
+            counts = load(store, batch)
     summary = {
         "file": str(file),
         "rows": rows,

@@ -1,4 +1,4 @@
-"""`iolens serve`: the ingest server and the query API (and, later, the web UI)."""
+"""`iolens serve`: the ingest server, the query API, the REST API and the web UI."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from iolens.present.cli.app import DbOption, err, open_db
+from iolens.present.cli.scaleout import DatasetOption, SiteOption, serve_dataset
 
 
 def serve(
@@ -32,32 +33,81 @@ def serve(
         Path | None,
         typer.Option(help="TOML file of mail and webhook alerts (see `iolens alerts check`)."),
     ] = None,
+    web_config: Annotated[
+        Path | None,
+        typer.Option(help="TOML file with a [web] table: trusted proxy header, admins, cookie."),
+    ] = None,
+    trust_header: Annotated[
+        str | None,
+        typer.Option(
+            help="Trust this header (e.g. X-Remote-User) from a reverse proxy on loopback as "
+            "the logged-in user name. Off unless given."
+        ),
+    ] = None,
+    dataset: DatasetOption = None,
+    site: SiteOption = None,
+    group: Annotated[
+        str | None,
+        typer.Option(help="With a dataset: ingest this agent group's batches (no queries)."),
+    ] = None,
+    flush_every: Annotated[
+        float | None,
+        typer.Option(min=0.001, max=25, help="With --group: seconds per segment commit [2]."),
+    ] = None,
 ) -> None:
-    """Run the server: agents ship batches to it, `--server` queries read from it; /healthz
-    and /metrics describe it. Ended jobs and components are analysed in the background."""
+    """Run the server: agents ship batches to it, `--server` queries read from it, people
+    use its web UI and REST API (`iolens user add`); /healthz and /metrics describe it.
+    Ended jobs and components are analysed in the background. With `--dataset` (or
+    `--site-config`) the store is a Parquet dataset instead of `--db`: one server per `--group`
+    ingests, one without `--group` queries and analyses (docs/scale-out.md)."""
     import uvicorn
 
     from iolens.present.alerts import load_alerts_config
     from iolens.present.api import create_app
     from iolens.present.scheduling import start_for_service
+    from iolens.present.web.auth import WebConfig, load_web_config
 
     alerts = load_alerts_config(alerts_config) if alerts_config else None
-    store = open_db(db, create=True)
+    web = load_web_config(web_config) if web_config else WebConfig()
+    if trust_header:
+        web = web.model_copy(update={"trust_header": trust_header})
     tokens = [t for t in (agent_token or []) if t]
     if not tokens and host not in ("127.0.0.1", "localhost", "::1"):
         err.print("warning: no --agent-token: anyone who can reach this port can send data")
-    app = create_app(store, tokens)
+    if web.trust_header and host not in ("127.0.0.1", "localhost", "::1"):
+        err.print(
+            f"warning: {web.trust_header} is trusted from {', '.join(web.trusted_proxies)}: "
+            "make sure only the proxy can reach this port"
+        )
     timetable = {"analyze_every": analyze_every, "components_every": components_every}
-    scheduler = start_for_service(app.state.ingest, **timetable, alerts=alerts)
-    try:
+
+    def run(app: object) -> None:
         uvicorn.run(
-            app,
+            app,  # type: ignore[arg-type]
             host=host,
             port=port,
             log_level="warning",
             loop="uvloop",
             http="httptools",
         )
+
+    if dataset is not None or site is not None or group is not None:
+        serve_dataset(
+            dataset,
+            site,
+            group,
+            flush_every,
+            tokens,
+            lambda store: create_app(store, tokens, web),
+            lambda service: start_for_service(service, **timetable, alerts=alerts),
+            run,
+        )
+        return
+    store = open_db(db, create=True)
+    app = create_app(store, tokens, web)
+    scheduler = start_for_service(app.state.ingest, **timetable, alerts=alerts)
+    try:
+        run(app)
     finally:
         scheduler.stop()
         store.close()

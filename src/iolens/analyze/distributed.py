@@ -1,0 +1,351 @@
+"""The analyses as Dask tasks over dataset partitions (`iolens analyze --dask`).
+
+The embedded run (`analyze_jobs`, then `analyze_components`) is cut where its work is
+independent, and every piece runs the unchanged analysis code on a worker:
+
+1. **per-job work**: one task per chunk of jobs that started close together, each reading
+   only the hourly partitions its jobs ran in (`Snapshot.restrict`): their reports (the
+   client-record scans) and, when every job is analysed, their interference bursts (each
+   job's are cut from its own samples and records);
+2. **cross-job diagnosis** (interference, phases, history) and the findings rules: one task
+   running `analyze_jobs` with the reports and bursts of step 1, over the partitions of
+   the analysed jobs' span; it weighs every overlapping job at once, as the embedded run
+   does, so it is the part that does not spread over workers;
+3. **component detectors**: one task per detector, each over its window plus look-back.
+
+Workers open a `DatasetStore` pinned to the files their task needs and to the results
+head the client published, and journal their writes instead of publishing them; the
+client replays each journal on its own store, in order, so the results (and what a later
+run reads back) are those of the embedded run. The workers read the dataset from the
+shared file system: no task is sent data, only file names.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from iolens.analyze.components import DETECTORS, Context, Detector, Episode, analyze_components
+from iolens.analyze.findings import Finding
+from iolens.analyze.jobs import interference, usage
+from iolens.analyze.jobs.usage import EVERYTHING, Burst
+from iolens.analyze.pipeline import analyze_jobs
+from iolens.analyze.report import JobReport, build_many
+from iolens.errors import StoreError
+from iolens.store.dataset import DatasetStore, Snapshot, replay
+
+#: Report tasks per worker (more tasks than workers evens out jobs of different sizes).
+TASKS_PER_WORKER = 4
+MAX_CHUNK_JOBS = 64
+
+
+@dataclass
+class DistributedRun:
+    """What a distributed analysis did: findings, episodes, task counts and stage times."""
+
+    findings: list[Finding] = field(default_factory=list)
+    episodes: int | None = None
+    jobs: int = 0
+    tasks: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+# -- on the workers ------------------------------------------------------------------------
+
+
+def _threads() -> int:
+    env = os.environ.get("IOLENS_DUCKDB_THREADS")
+    if env:
+        return int(env)
+    try:
+        from distributed import get_worker
+
+        w = get_worker()
+        state = getattr(w, "state", None)
+        return int(getattr(state, "nthreads", None) or getattr(w, "nthreads", 1))
+    except (ImportError, ValueError):
+        return 1
+
+
+def worker_store(snapshot: Snapshot) -> DatasetStore:
+    """A journaling store over the task's files (what every task opens)."""
+    return DatasetStore(snapshot.root, snapshot=snapshot, journal=True, threads=_threads())
+
+
+@dataclass
+class Chunk:
+    """What a report task hands to the diagnosis task."""
+
+    reports: list[JobReport]
+    jobs: list[str]
+    bursts: dict[str, list[Burst]] | None = None  # cut when all jobs are analysed
+
+
+def reports_task(snapshot: Snapshot, job_ids: list[str], cut_bursts: bool = False) -> Chunk:
+    """Step 1: the reports (with series) of a chunk of jobs and, when every job is analysed
+    (the diagnosis then spans all data), the interference bursts of the same jobs."""
+    store = worker_store(snapshot)
+    try:
+        chunk = Chunk(build_many(store, job_ids, with_series=True), job_ids)
+        if cut_bursts:
+            rows = usage.job_rows(store, EVERYTHING)
+            mine = pa.array(job_ids, pa.string())
+            rows = rows.filter(pc.is_in(rows.column("job_id"), value_set=mine))
+            windows = usage.burst_windows(store, EVERYTHING)
+            own = {j: windows[j] for j in job_ids if j in windows}
+            chunk.bursts = usage.bursts(rows, own, set())
+        return chunk
+    finally:
+        store.close()
+
+
+def jobs_task(
+    snapshot: Snapshot,
+    job_ids: list[str] | None,
+    silenced: frozenset[str],
+    *chunks: Chunk,
+) -> tuple[list[Finding], list[tuple[Any, ...]]]:
+    """Step 2: `analyze_jobs` with prebuilt reports (and bursts); its findings and its
+    write journal."""
+    store = worker_store(snapshot)
+    token = None
+    try:
+        ids = job_ids
+        if ids is None:
+            q = store.query("SELECT job_id FROM jobs ORDER BY job_id")
+            ids = q.column("job_id").to_pylist()
+        by_id = {r.job_id: r for chunk in chunks for r in chunk.reports}
+        reports = [by_id[j] for j in ids if j in by_id]
+        if chunks and all(c.bursts is not None for c in chunks):
+            covered = {j for c in chunks for j in c.jobs}
+            cut = {j: b for c in chunks for j, b in (c.bursts or {}).items()}
+            token = interference.PRECUT_BURSTS.set((covered, cut))
+        found = analyze_jobs(store, job_ids, silenced, reports=reports)
+        return found, store.journal or []
+    finally:
+        if token is not None:
+            interference.PRECUT_BURSTS.reset(token)
+        store.close()
+
+
+def detect_task(
+    snapshot: Snapshot,
+    detector: Detector,
+    start: datetime,
+    end: datetime,
+    open_ended: bool,
+    m_load: int,
+) -> list[Episode]:
+    """Step 3: one detector over the window (its context as the client computed it)."""
+    store = worker_store(snapshot)
+    try:
+        ctx = Context(store, start, end, open_ended=open_ended)
+        ctx.m_load = m_load  # the look-back start of the whole dataset, not of this slice
+        return detector.detect(ctx)
+    finally:
+        store.close()
+
+
+# -- on the client -------------------------------------------------------------------------
+
+
+class _RemoteDetector:
+    """Stands in for a detector inside `analyze_components` and runs it on the cluster."""
+
+    def __init__(self, plan: _DetectorPlan, detector: Detector) -> None:
+        self.plan = plan
+        self.detector = detector
+        self.name = detector.name
+        self.kind = detector.kind
+
+    def detect(self, ctx: Context) -> list[Episode]:
+        return self.plan.episodes(self, ctx)
+
+
+class _DetectorPlan:
+    """Submits every detector when the first is asked, so they run side by side."""
+
+    def __init__(self, client: Any, snapshot: Snapshot, detectors: list[Detector]) -> None:
+        self.client = client
+        self.snapshot = snapshot
+        self.remote = [_RemoteDetector(self, d) for d in detectors]
+        self.futures: dict[str, Any] | None = None
+
+    def episodes(self, who: _RemoteDetector, ctx: Context) -> list[Episode]:
+        if self.futures is None:
+            snap = self.snapshot.restrict(ctx.load_start, ctx.load_end)
+            self.futures = {
+                r.name: self.client.submit(
+                    detect_task,
+                    snap,
+                    r.detector,
+                    ctx.start,
+                    ctx.end,
+                    ctx.open_ended,
+                    ctx.m_load,
+                    pure=False,
+                    key=f"iolens-detect-{r.name}-{os.urandom(4).hex()}",
+                )
+                for r in self.remote
+            }
+        return list(self.futures[who.name].result())
+
+
+def _chunks(rows: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
+    """Jobs in start order, cut into chunks (jobs of one chunk ran at about the same time)."""
+    never = datetime.max
+    ordered = sorted(rows, key=lambda r: (r["start"] or never, r["job_id"]))
+    return [ordered[i : i + size] for i in range(0, len(ordered), size)]
+
+
+def _span(rows: Iterable[dict[str, Any]]) -> tuple[datetime | None, datetime | None]:
+    rows = list(rows)
+    if not rows or any(r["start"] is None or r["end"] is None for r in rows):
+        return None, None  # unknown run times: the task reads every partition
+    return min(r["start"] for r in rows), max(r["end"] for r in rows)
+
+
+def analyze_distributed(
+    store: DatasetStore,
+    client: Any,
+    job_ids: list[str] | None = None,
+    *,
+    components: bool = True,
+    silenced: frozenset[str] = frozenset(),
+    on_job: Callable[[str], None] | None = None,
+) -> DistributedRun:
+    """What `iolens analyze` does (jobs, then components), with the work on `client`'s
+    cluster; results land in `store` exactly as the embedded run writes them."""
+    import time
+
+    from distributed import as_completed
+
+    if not isinstance(store, DatasetStore):
+        raise StoreError("distributed analysis needs a dataset (iolens serve --dataset)")
+    run = DistributedRun()
+    t0 = time.perf_counter()
+    snapshot = store.snapshot()  # publishes pending results first
+    everything = job_ids is None
+    rows = store.query('SELECT job_id, "start", "end" FROM jobs ORDER BY job_id').to_pylist()
+    if job_ids is not None:
+        wanted = set(job_ids)
+        rows = [r for r in rows if r["job_id"] in wanted]
+    run.jobs = len(job_ids) if job_ids is not None else len(rows)
+    workers = max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
+    size = max(1, min(MAX_CHUNK_JOBS, math.ceil(len(rows) / (TASKS_PER_WORKER * workers))))
+    futures = []
+    for chunk in _chunks(rows, size):
+        lo, hi = _span(chunk)
+        futures.append(
+            client.submit(
+                reports_task,
+                snapshot.restrict(lo, hi),
+                [r["job_id"] for r in chunk],
+                everything,
+                pure=False,
+            )
+        )
+    run.tasks["reports"] = len(futures)
+    if on_job is not None:
+        for fut in as_completed(futures):
+            for rep in fut.result().reports:
+                on_job(rep.job_id)
+    lo, hi = _span(rows)
+    jobs_future = client.submit(
+        jobs_task,
+        snapshot.restrict(lo, hi),
+        None if everything else list(job_ids or []),
+        silenced,
+        *futures,
+        pure=False,
+    )
+    found, journal = jobs_future.result()
+    run.seconds["jobs"] = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    replay(journal, store)
+    run.seconds["replay"] = time.perf_counter() - t1
+    run.tasks["jobs"] = 1
+    run.findings = found
+    if components:
+        t2 = time.perf_counter()
+        plan = _DetectorPlan(client, store.snapshot(), [d() for d in DETECTORS])
+        run.episodes = analyze_components(store, detectors=plan.remote)  # type: ignore[arg-type]
+        run.tasks["detectors"] = len(plan.remote) if plan.futures is not None else 0
+        run.seconds["components"] = time.perf_counter() - t2
+    run.seconds["total"] = time.perf_counter() - t0
+    return run
+
+
+# -- clusters ------------------------------------------------------------------------------
+
+
+def slurm_cluster(
+    workers: int,
+    *,
+    cores: int = 1,
+    memory: str = "8GiB",
+    walltime: str | None = None,
+    queue: str | None = None,
+    account: str | None = None,
+) -> Any:
+    """A dask-jobqueue SLURMCluster of `workers` single-process workers (one Slurm job
+    each), started with this Python so they import the same iolens. Defaults not given
+    here come from dask's `jobqueue.slurm` configuration."""
+    import sys
+
+    from dask_jobqueue import SLURMCluster
+
+    kwargs: dict[str, Any] = {
+        "cores": cores,
+        "processes": 1,
+        "memory": memory,
+        "python": sys.executable,
+        "name": "iolens-analyze",
+    }
+    for key, value in (("walltime", walltime), ("queue", queue), ("account", account)):
+        if value is not None:
+            kwargs[key] = value
+    cluster = SLURMCluster(**kwargs)
+    cluster.scale(workers)
+    return cluster
+
+
+def connect(
+    address: str | None = None,
+    *,
+    slurm_workers: int | None = None,
+    wait_s: float = 600.0,
+    **slurm: Any,
+) -> tuple[Any, Any]:
+    """(client, cluster to close or None): an existing scheduler at `address`, or a new
+    SLURMCluster with `slurm_workers` workers (waits for the first one to start)."""
+    from distributed import Client
+
+    if address:
+        return Client(address, timeout=wait_s), None
+    if not slurm_workers:
+        raise ValueError("give a scheduler address or a number of Slurm workers")
+    cluster = slurm_cluster(slurm_workers, **slurm)
+    client = Client(cluster)
+    client.wait_for_workers(1, timeout=wait_s)
+    return client, cluster
+
+
+__all__ = [
+    "Chunk",
+    "DistributedRun",
+    "analyze_distributed",
+    "connect",
+    "detect_task",
+    "jobs_task",
+    "reports_task",
+    "slurm_cluster",
+    "worker_store",
+]

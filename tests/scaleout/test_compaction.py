@@ -1,0 +1,119 @@
+"""Compaction: merged segments, lossless second pass, downsampling and retention."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from iolens.analyze.components.base import Context
+from iolens.model.batch import Batch
+from iolens.store import DuckDBStore
+from iolens.store.compaction import compact, dataset_bytes, second_pass_ratios
+from iolens.store.dataset import MERGED, DatasetStore, RetentionSection, take_snapshot
+from iolens.store.segments import SegmentWriter
+from tests.scaleout.conftest import copy_dataset
+from tests.scaleout.test_dataset_store import rows
+
+NOW = datetime(2030, 1, 1)  # long after the simulated day: every partition has settled
+KEEP = RetentionSection(settle_s=0, grace_s=0, full_days=100_000)
+CLIENT = (
+    'SELECT job_id, node, rank, pid, layer, op, file_id, "offset", size, stride, count, '
+    "t_start, t_end, dur_ns FROM client_io ORDER BY ALL"
+)
+
+
+def test_second_pass_is_lossless_and_merges_across_nodes(site, dataset, tmp_path):
+    root = copy_dataset(dataset, tmp_path / "ds")
+    before = dataset_bytes(root)
+    report = compact(root, KEEP, now=NOW)
+    s = report.summary()["tables"]
+    merged = s[f"{MERGED}:second_pass"]
+    assert merged["rows_in"] == site.ledger.rows["client_io"]
+    assert merged["rows_out"] * 20 < merged["rows_in"]  # many ranks, one row
+    after = dataset_bytes(root)
+    assert after[MERGED] < before["client_io"] and "client_io" not in after
+    snap = take_snapshot(root)
+    assert all(len(v) <= 2 for v in snap.files.values())  # one file per hour (or group-day)
+    with DuckDBStore(site.reference, create=False) as ref, DatasetStore(root, read_only=True) as ds:
+        assert ds.query(CLIENT).equals(ref.query(CLIENT))  # row for row
+        for table in ("server_samples", "jobs", "files", "components", "forwarding"):
+            assert rows(ds, table) == rows(ref, table), table
+    # Ran again: nothing left to do.
+    assert compact(root, KEEP, now=NOW).units == []
+    ratios = {r["app"]: r for r in second_pass_ratios(root)}
+    assert sum(r["records"] for r in ratios.values()) == site.ledger.rows["client_io"]
+    assert max(r["row_ratio"] for r in ratios.values()) > 10
+
+
+def test_late_data_is_merged_into_a_compacted_hour(site, dataset, tmp_path):
+    root = copy_dataset(dataset, tmp_path / "ds")
+    compact(root, KEEP, now=NOW)
+    late = next(b for _, b in site.batches if b.client_io is not None)
+    with SegmentWriter(root, "ga", fsync=False) as w:
+        late = Batch("tracer", key="late", client_io=late.client_io)
+        w.load_many([late])
+    with DatasetStore(root, read_only=True) as ds:
+        n = ds.query("SELECT count(*) AS n FROM client_io").to_pylist()[0]["n"]
+    assert n == site.ledger.rows["client_io"] + late.client_io.num_rows
+    report = compact(root, KEEP, now=NOW)
+    assert {u.action for u in report.units} == {"second_pass", "merge"}
+    with DatasetStore(root, read_only=True) as ds:
+        assert ds.query("SELECT count(*) AS n FROM client_io").to_pylist()[0]["n"] == n
+
+
+def _minute_grid(root, kind: str):
+    with DatasetStore(root, read_only=True) as ds:
+        lo, hi = (
+            ds.query("SELECT min(ts) AS a, max(ts) AS b FROM server_samples")
+            .to_pylist()[0]
+            .values()
+        )
+        return Context(ds, lo, hi + timedelta(minutes=1)).grid(kind)
+
+
+def test_downsampling_keeps_totals_and_the_detectors_minutes(dataset, tmp_path):
+    root = copy_dataset(dataset, tmp_path / "ds")
+    grid = _minute_grid(root, "ost")
+    sql = (
+        "SELECT kind, component_id, job_id, sum(read_bytes) AS r, sum(write_bytes) AS w, "
+        "sum(md_ops) AS m, sum(interval_s) AS s FROM server_samples GROUP BY ALL ORDER BY ALL"
+    )
+    with DatasetStore(root, read_only=True) as ds:
+        totals = ds.query(sql)
+        n = ds.query("SELECT count(*) AS n FROM server_samples").to_pylist()[0]["n"]
+    report = compact(root, RetentionSection(settle_s=0, grace_s=0, full_days=0), now=NOW)
+    assert "server_samples:downsample" in report.summary()["tables"]
+    with DatasetStore(root, read_only=True) as ds:
+        assert ds.query(sql).equals(totals)
+        assert ds.query("SELECT count(*) AS n FROM server_samples").to_pylist()[0]["n"] < n / 30
+    down = _minute_grid(root, "ost")
+    for name in ("seconds", "read_bytes", "write_bytes", "read_ops", "md_ops"):
+        assert np.array_equal(getattr(down, name), getattr(grid, name)), name
+    for name in ("svc", "wait", "queue", "threads"):
+        assert np.allclose(getattr(down, name), getattr(grid, name), equal_nan=True), name
+
+
+def test_retention_drops_expired_hours(dataset, tmp_path):
+    root = copy_dataset(dataset, tmp_path / "ds")
+    report = compact(root, RetentionSection(settle_s=0, grace_s=0, keep_days=1), now=NOW)
+    assert {u.action for u in report.units} >= {"drop"}
+    with DatasetStore(root, read_only=True) as ds:
+        for table in ("server_samples", "client_io"):
+            assert ds.query(f"SELECT count(*) AS n FROM {table}").to_pylist()[0]["n"] == 0
+        assert ds.query("SELECT count(*) AS n FROM jobs").to_pylist()[0]["n"] > 0  # kept
+
+
+def test_replaced_segments_wait_out_their_grace(dataset, tmp_path):
+    root = copy_dataset(dataset, tmp_path / "ds")
+    raw = take_snapshot(root).files["client_io"]
+    compact(root, RetentionSection(settle_s=0, grace_s=3600, full_days=100_000), now=NOW)
+    assert all((root / f).exists() for f in raw)  # still there for readers that listed them
+    with DatasetStore(root, read_only=True) as ds:  # ... but not read twice
+        n = ds.query("SELECT count(*) AS n FROM client_io").to_pylist()[0]["n"]
+    snap = take_snapshot(root)
+    assert snap.files["client_io"] == [] and snap.files[MERGED]
+    report = compact(root, RetentionSection(settle_s=0, grace_s=0, full_days=100_000), now=NOW)
+    assert report.deleted >= len(raw) and not any((root / f).exists() for f in raw)
+    with DatasetStore(root, read_only=True) as ds:
+        assert ds.query("SELECT count(*) AS n FROM client_io").to_pylist()[0]["n"] == n
