@@ -364,13 +364,23 @@ def report(res: dict[str, Any], args: argparse.Namespace) -> None:
         )
         print(
             table(
-                ["server", "batches/s", "rows/s", "server CPU", "peak RSS"],
+                [
+                    "server",
+                    "batches/s",
+                    "rows/s",
+                    "server CPU",
+                    "CPU ms/batch",
+                    "batches/s per core (est.)",
+                    "peak RSS",
+                ],
                 [
                     [
                         name,
                         f"{h['batches_per_s']:,.0f}",
                         f"{h['rows_per_s']:,.0f}",
                         f"{100 * h['cpu']:.0f} %",
+                        f"{1000 * h['cpu'] / max(h['batches_per_s'], 1e-9):.2f}",
+                        f"{h['batches_per_s'] / max(h['cpu'], 1e-9):,.0f}",
                         f"{h['rss_mib']:,.0f} MiB",
                     ]
                     for name, h in res["http"].items()

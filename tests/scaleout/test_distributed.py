@@ -22,6 +22,7 @@ from tests.conftest import run_cli
 from tests.scaleout.conftest import copy_dataset
 
 distributed = pytest.importorskip("distributed")
+pytestmark = pytest.mark.slow
 
 VOLATILE = {"created", "analyzed"}
 

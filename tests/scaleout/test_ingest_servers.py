@@ -16,6 +16,7 @@ import threading
 import time
 
 import httpx
+import pytest
 
 from iolens.ship import wire
 from iolens.ship.shipper import Backoff, Shipper
@@ -38,6 +39,7 @@ def serve(tmp_path, root, port, group=None):
     return start_server(tmp_path / "unused.duckdb", port, log, *extra)
 
 
+@pytest.mark.slow
 def test_two_ingest_servers_one_killed_and_restarted(site, tmp_path):
     root = tmp_path / "ds"
     ports = {g: free_port() for g in GROUPS}

@@ -90,7 +90,8 @@ class Chunk:
 
 def reports_task(snapshot: Snapshot, job_ids: list[str], cut_bursts: bool = False) -> Chunk:
     """Step 1: the reports (with series) of a chunk of jobs and, when every job is analysed
-    (the diagnosis then spans all data), the interference bursts of the same jobs."""
+    (the diagnosis then spans all data), the interference bursts of the same jobs. The
+    snapshot is scoped to the chunk's jobs: their records and samples are all it reads."""
     store = worker_store(snapshot)
     try:
         chunk = Chunk(build_many(store, job_ids, with_series=True), job_ids)
@@ -246,7 +247,7 @@ def analyze_distributed(
         futures.append(
             client.submit(
                 reports_task,
-                snapshot.restrict(lo, hi),
+                snapshot.restrict(lo, hi).scope([r["job_id"] for r in chunk]),
                 [r["job_id"] for r in chunk],
                 everything,
                 pure=False,

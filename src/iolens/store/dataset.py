@@ -360,6 +360,8 @@ class Snapshot:
     files: dict[str, list[str]]
     results: dict[str, Any] = field(default_factory=dict)
     taken: float = field(default_factory=time.time)
+    #: Only these jobs' client records and job-attributed samples (a per-job task's view).
+    jobs: list[str] | None = None
 
     def restrict(self, lo: datetime | None, hi: datetime | None, margin_h: int = 1) -> Snapshot:
         """Only the hourly partitions of timed tables overlapping [lo - margin, hi + margin]:
@@ -372,7 +374,11 @@ class Snapshot:
             t: [f for f in fs if t not in TIMED or a <= part_of(f).hour <= b]
             for t, fs in self.files.items()
         }
-        return Snapshot(self.root, files, self.results, self.taken)
+        return Snapshot(self.root, files, self.results, self.taken, self.jobs)
+
+    def scope(self, jobs: list[str]) -> Snapshot:
+        """Only `jobs`' rows of `client_io` and `server_samples` (rows without a job go)."""
+        return Snapshot(self.root, self.files, self.results, self.taken, list(jobs))
 
     def count(self) -> int:
         return sum(len(v) for v in self.files.values())
@@ -667,6 +673,10 @@ class DatasetStore:
                 empty = f"_iolens_empty_{table}"
                 self.con.register(empty, TABLES[table].empty_table())
                 sql = f"SELECT {_cols(table)} FROM {empty}"
+            jobs = self._snapshot.jobs
+            if jobs is not None and table in ("client_io", "server_samples"):
+                quoted = ", ".join("'" + j.replace("'", "''") + "'" for j in jobs) or "NULL"
+                sql = f"SELECT * FROM ({sql}) WHERE job_id IN ({quoted})"
             if self._views.get(table) != sql:
                 self.con.execute(f'CREATE OR REPLACE TEMP VIEW "{table}" AS {sql}')
                 self._views[table] = sql
