@@ -199,7 +199,9 @@ def test_jobs_carry_the_schedulers_user_nodes_and_times(runs):
     for job in runs.all_jobs():
         rep, acct = runs.report(job), runs.sacct[job.job_id]
         assert rep["user"] == acct["User"] == job.user
-        assert rep["node_list"] == expand_hostlist(acct["NodeList"])
+        # which source's row this is shows in its state and times (tracer rows have none)
+        why = (job.name, job.job_id, rep["state"], rep["start"], rep["end"])
+        assert rep["node_list"] == expand_hostlist(acct["NodeList"]), why
         assert rep["start"] == acct["Start"] + "Z" and rep["end"] == acct["End"] + "Z"
         assert rep["state"] == acct["State"] == "COMPLETED"
 

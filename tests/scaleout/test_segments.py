@@ -139,6 +139,18 @@ def test_jobs_and_files_merge_as_load_merges_them(tmp_path):
             keep_known_jobs=True,
         ),
         Batch("sacct", jobs=_jobs([{"job_id": "7", "user": "bob", "nprocs": 4}])),
+        # precedence: a late hook never undoes sacct's final record (job 3), while an epilog
+        # completes what sacct saw running (job 4)
+        *[
+            Batch(src, jobs=_jobs([{"job_id": j, "user": "cy", "source": src, **row}]))
+            for j, src, row in (
+                ("3", "slurm", {"nodes": ["n1", "n2"], "start": t, "end": t, "state": "DONE"}),
+                ("3", "slurm-hook", {"nodes": ["n1"], "start": t, "state": "RUNNING"}),
+                ("3", "slurm-hook", {"end": t, "state": "FAILED"}),
+                ("4", "slurm", {"nodes": ["n3"], "start": t, "state": "RUNNING"}),
+                ("4", "slurm-hook", {"end": t, "state": "DONE"}),
+            )
+        ],
         Batch(
             "lfs",
             files=pa.table(

@@ -189,6 +189,32 @@ def test_job_rows_merge_what_each_source_knows(tmp_path):
     )
 
 
+def test_a_late_hook_does_not_undo_the_accounting_record(tmp_path):
+    """sacct's record of the ended job outranks a prolog or epilog that arrives after it;
+    an epilog still completes what sacct saw while the job ran."""
+    from datetime import datetime
+
+    t0, t1, late = datetime(2025, 1, 1, 8), datetime(2025, 1, 1, 9), datetime(2025, 1, 1, 10)
+
+    def row(job: str, source: str, **cols: object) -> Batch:
+        full = {n: cols.get(n) for n in TABLES["jobs"].names}
+        full.update(job_id=job, user="u", source=source)
+        return Batch(source, jobs=pa.Table.from_pylist([full], schema=TABLES["jobs"]))
+
+    final = {"nodes": ["c1", "c2"], "start": t0, "end": t1, "state": "COMPLETED"}
+    with DuckDBStore(tmp_path / "s.duckdb") as store:
+        load(store, row("1", "slurm", **final))
+        load(store, row("1", "slurm-hook", nodes=["c1"], start=late, state="RUNNING"))
+        load(store, row("1", "slurm-hook", nodes=["c1"], end=late, state="FAILED"))
+        load(store, row("2", "slurm", nodes=["c3"], start=t0, state="RUNNING"))
+        load(store, row("2", "slurm-hook", end=t1, state="COMPLETED"))
+        got = {r["job_id"]: r for r in store.query("SELECT * FROM jobs").to_pylist()}
+    assert len(got) == 2
+    assert {k: got["1"][k] for k in final} == final and got["1"]["source"] == "slurm"
+    assert (got["2"]["nodes"], got["2"]["start"], got["2"]["end"]) == (["c3"], t0, t1)
+    assert (got["2"]["state"], got["2"]["source"]) == ("COMPLETED", "slurm-hook")
+
+
 def test_a_version_1_file_is_migrated_and_keeps_its_data(tmp_path):
     import duckdb
 

@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from iolens.errors import InputError
 from iolens.model.batch import Batch
-from iolens.model.schema import TABLES
+from iolens.model.schema import TABLES, job_precedence_sql
 from iolens.store.base import Store
 
 
@@ -62,9 +62,10 @@ def load_many(store: Store, batches: list[Batch]) -> list[dict[str, int]]:
                     continue
                 known.add(batch.key)
             if "jobs" in tables:
-                # Jobs merge by id: what a source says replaces what was known, what it
-                # leaves null is kept (a prolog knows the start, an epilog the end). A
-                # partial view (one process's trace) only adds jobs nobody reported.
+                # Jobs merge by id: what a source says replaces what a source of no
+                # higher precedence said, what it leaves null is kept (a prolog knows the
+                # start, an epilog the end). A partial view (one process's trace) only
+                # adds jobs nobody reported.
                 if batch.keep_known_jobs:
                     tables["jobs"] = _without_known(store, tables["jobs"])
                 else:
@@ -98,14 +99,23 @@ def load_many(store: Store, batches: list[Batch]) -> list[dict[str, int]]:
 
 
 def _merge_known_jobs(store: Store, jobs: pa.Table) -> pa.Table:
-    """Rows of `jobs` with nulls filled from the stored rows, which are then removed."""
+    """Rows of `jobs` merged with the stored rows, which are then removed.
+
+    Per column, the row of higher precedence (`job_precedence_sql`; the newer on a tie)
+    gives the value, the other fills its nulls.
+    """
     store.register("_iolens_new_jobs", jobs)
     try:
+        new_wins = f"o.job_id IS NULL OR {job_precedence_sql('n')} >= {job_precedence_sql('o')}"
         cols = ", ".join(
-            f'coalesce(n."{c}", o."{c}") AS "{c}"' for c in jobs.column_names if c != "job_id"
+            f'CASE WHEN {new_wins} THEN coalesce(n."{c}", o."{c}") '
+            f'ELSE coalesce(o."{c}", n."{c}") END AS "{c}"'
+            for c in jobs.column_names
+            if c != "job_id"
         )
         merged = store.query(
-            f"SELECT n.job_id, {cols} FROM _iolens_new_jobs n LEFT JOIN jobs o USING (job_id)"
+            f"SELECT n.job_id, {cols} FROM _iolens_new_jobs n "
+            "LEFT JOIN jobs o ON o.job_id = n.job_id"
         )
     finally:
         store.unregister("_iolens_new_jobs")

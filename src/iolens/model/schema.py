@@ -78,6 +78,20 @@ JOBS = pa.schema(
     ]
 )
 
+#: How much each source's view of a job counts when several describe it: the accounting
+#: database (sacct) over the prolog/epilog hook over anything else over one process's
+#: trace. A view of the ended job (its `end` known) beats one of the running job first, so a
+#: late prolog or epilog never undoes sacct's final record, while an epilog still completes
+#: a record sacct took while the job ran.
+JOB_SOURCE_RANK = {"slurm": 3, "slurm-hook": 2, "tracer": 0}
+
+
+def job_precedence_sql(alias: str) -> str:
+    """SQL for the precedence of `alias`'s job row (see `JOB_SOURCE_RANK`); higher wins."""
+    ranks = " ".join(f"WHEN '{s}' THEN {r}" for s, r in JOB_SOURCE_RANK.items())
+    return f'(({alias}."end" IS NOT NULL)::INTEGER * 10 + CASE {alias}.source {ranks} ELSE 1 END)'
+
+
 FILES = pa.schema(
     [
         pa.field("file_id", pa.int64(), nullable=False),

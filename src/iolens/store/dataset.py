@@ -52,7 +52,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from iolens.errors import InputError, StoreError
-from iolens.model.schema import TABLES
+from iolens.model.schema import TABLES, job_precedence_sql
 from iolens.store.migrations import LATEST, MIGRATIONS
 from iolens.tomlconfig import load_toml
 
@@ -492,16 +492,18 @@ def view_sql(table: str, root: Path, files: Sequence[str], merged: Sequence[str]
         return ""
     src = f"read_parquet({_quote_list(root, files)}, union_by_name = true)"
     if table == "jobs":
-        # Jobs merge by id as ingest.load merges them: the newest non-null value from a
-        # full source wins; a partial view (one process's trace) counts only if it came
-        # first, and then only where no full source says anything.
+        # Jobs merge by id as ingest.load merges them: per column, the non-null value of
+        # the full source of highest precedence (the newest on a tie) wins; a partial view
+        # (one process's trace) counts only if it came first, and then only where no full
+        # source says anything.
+        order = f"{{'p': {job_precedence_sql('r')}, 's': {SEQ}}}"
         picks = ", ".join(
-            f'coalesce(arg_max("{c}", {SEQ}) FILTER (WHERE NOT {PARTIAL}), '
+            f'coalesce(arg_max("{c}", {order}) FILTER (WHERE NOT {PARTIAL}), '
             f'CASE WHEN arg_min({PARTIAL}, {SEQ}) THEN arg_min_null("{c}", {SEQ}) END) AS "{c}"'
             for c in TABLES["jobs"].names
             if c != "job_id"
         )
-        return f"SELECT job_id, {picks} FROM {src} GROUP BY job_id"
+        return f"SELECT job_id, {picks} FROM {src} AS r GROUP BY job_id"
     if table == "files":  # upsert by file id: the newest batch's rows replace older ones
         return f"SELECT {cols} FROM {src} QUALIFY {SEQ} = max({SEQ}) OVER (PARTITION BY file_id)"
     sql = f"SELECT {_typed_cols(table)} FROM {src}" if files else ""
