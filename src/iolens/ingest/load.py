@@ -6,22 +6,9 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from iolens.errors import InputError
 from iolens.model.batch import Batch
-from iolens.model.schema import TABLES, job_precedence_sql
+from iolens.model.schema import job_precedence_sql
 from iolens.store.base import Store
-
-
-def conform(table: pa.Table, name: str, source: str) -> pa.Table:
-    """Cast `table` to the model schema of `name`, or say which column is wrong."""
-    schema = TABLES[name]
-    missing = [n for n in schema.names if n not in table.column_names]
-    if missing:
-        raise InputError(source, f"{name}: missing columns {', '.join(missing)}")
-    try:
-        return table.select(schema.names).cast(schema)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-        raise InputError(source, f"{name}: {exc}") from None
 
 
 def load(store: Store, batch: Batch) -> dict[str, int]:
@@ -39,7 +26,7 @@ def load_many(store: Store, batches: list[Batch]) -> list[dict[str, int]]:
     of the same name are concatenated and appended once, which is what lets one ingest
     server keep up with thousands of agents.
     """
-    conformed = [{n: conform(t, n, b.source) for n, t in b.tables().items()} for b in batches]
+    conformed = [b.conformed() for b in batches]
     counts: list[dict[str, int]] = [{} for _ in batches]
     with store.transaction():
         keys = [b.key for b in batches if b.key is not None]

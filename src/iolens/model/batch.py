@@ -11,7 +11,20 @@ from dataclasses import dataclass, field, fields
 
 import pyarrow as pa
 
+from iolens.errors import InputError
 from iolens.model.schema import TABLES
+
+
+def conform(table: pa.Table, name: str, source: str) -> pa.Table:
+    """Cast `table` to the model schema of `name`, or say which column is wrong."""
+    schema = TABLES[name]
+    missing = [n for n in schema.names if n not in table.column_names]
+    if missing:
+        raise InputError(source, f"{name}: missing columns {', '.join(missing)}")
+    try:
+        return table.select(schema.names).cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        raise InputError(source, f"{name}: {exc}") from None
 
 
 @dataclass
@@ -40,6 +53,11 @@ class Batch:
             for f in fields(self)
             if f.name in TABLES and getattr(self, f.name) is not None
         }
+
+    def conformed(self) -> dict[str, pa.Table]:
+        """`tables()` cast to the model schemas; InputError naming the source and the
+        column that does not fit."""
+        return {name: conform(t, name, self.source) for name, t in self.tables().items()}
 
     def rows(self) -> int:
         return sum(t.num_rows for t in self.tables().values())

@@ -355,6 +355,9 @@ JOB_FACTORS = pa.schema(
     ]
 )
 
+#: The zoom-in paper's 15 factors (Table I), in its order: JOB_FACTORS' measured columns.
+ZOOMIN_FACTORS = tuple(JOB_FACTORS.names[JOB_FACTORS.names.index("datasize") : -1])
+
 # --- IO500 results (schema version 4) --------------------------------------------------
 
 # One row per imported IO500 run (a result directory). `run_id` is the directory's name;

@@ -38,9 +38,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from iolens.errors import InputError, StoreError
+from iolens.errors import StoreError
 from iolens.model.batch import Batch
-from iolens.model.schema import TABLES
 from iolens.store.dataset import (
     PARTIAL,
     SEQ,
@@ -207,7 +206,7 @@ class SegmentWriter:
             for i in range(0, len(batches), MAX_BATCHES):
                 out += self.load_many(batches[i : i + MAX_BATCHES])
             return out
-        conformed = [{n: _conform(t, n, b.source) for n, t in b.tables().items()} for b in batches]
+        conformed = [b.conformed() for b in batches]
         now_us = time.time_ns() // 1000
         counts: list[dict[str, int]] = [{} for _ in batches]
         parts: dict[str, list[pa.Table]] = {}
@@ -325,18 +324,6 @@ class SegmentWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _conform(table: pa.Table, name: str, source: str) -> pa.Table:
-    """Cast to the model schema of `name`, or say which column is wrong (as ingest does)."""
-    schema = TABLES[name]
-    missing = [n for n in schema.names if n not in table.column_names]
-    if missing:
-        raise InputError(source, f"{name}: missing columns {', '.join(missing)}")
-    try:
-        return table.select(schema.names).cast(schema)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-        raise InputError(source, f"{name}: {exc}") from None
 
 
 def load_many(writer: SegmentWriter, batches: list[Batch]) -> list[dict[str, int]]:

@@ -30,6 +30,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 BW_UNIT = "GiB/s"
 MD_UNIT = "kIOPS"
 
@@ -275,17 +277,9 @@ def percentiles(
     values: Sequence[float], qs: Sequence[float] = (0.5, 0.9, 0.99)
 ) -> dict[str, float]:
     """min, the `qs` quantiles (linear interpolation), max and mean of `values`."""
-    xs = sorted(float(v) for v in values if v is not None and math.isfinite(v))
-    if not xs:
+    xs = np.array([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    if not xs.size:
         return {}
-
-    def q(p: float) -> float:
-        pos = p * (len(xs) - 1)
-        lo = math.floor(pos)
-        hi = min(lo + 1, len(xs) - 1)
-        return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-    out = {"min": xs[0]}
-    out |= {f"p{round(100 * p)}": q(p) for p in qs}
-    out |= {"max": xs[-1], "mean": sum(xs) / len(xs)}
-    return out
+    out = {"min": float(xs.min())}
+    out |= {f"p{round(100 * p)}": float(np.quantile(xs, p)) for p in qs}
+    return out | {"max": float(xs.max()), "mean": float(xs.mean())}

@@ -162,7 +162,7 @@ def create_app(
 ) -> FastAPI:
     """The server on one store; `tokens` are the agent tokens, `config` the `[web]` table."""
     from iolens.present import api
-    from iolens.present.web import pages, rest
+    from iolens.present.web import pages, rest, scope
 
     service = IngestService(store, tokens)
     app = FastAPI(
@@ -226,6 +226,18 @@ def create_app(
         for k, v in (exc.headers or {}).items():
             resp.headers[k] = v
         return resp
+
+    @app.exception_handler(scope.JobHidden)
+    async def job_hidden(request: Request, exc: scope.JobHidden) -> Response:
+        if request.url.path.startswith("/api/"):
+            return rest.missing(exc.job_id)
+        return web.page(
+            request,
+            "error.html",
+            status=404,
+            title="Not found",
+            error=f"No job {exc.job_id} among the jobs you can see.",
+        )
 
     @app.exception_handler(LoginRedirect)
     async def token_login(request: Request, exc: LoginRedirect) -> Response:

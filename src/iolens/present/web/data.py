@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from iolens.model.schema import ZOOMIN_FACTORS
 from iolens.present.web import svg
 from iolens.store.base import Store
 
@@ -729,24 +730,7 @@ def top_page(store: Store, limit: int = 15) -> dict[str, Any]:
     return out
 
 
-FACTOR_COLUMNS = (
-    "bandwidth",
-    "datasize",
-    "nprocs",
-    "nnodes",
-    "mtime_pct",
-    "collective",
-    "ost_count",
-    "small_pct",
-    "seq_pct",
-    "max_rank_io",
-    "max_rank_req",
-    "max_ost_io",
-    "max_ost_req",
-    "oss_cpu_pct",
-    "mds_cpu_pct",
-    "ost_io_mb",
-)
+FACTOR_COLUMNS = ("bandwidth", *ZOOMIN_FACTORS)
 
 
 def factors_page(store: Store, app: str | None = None) -> dict[str, Any]:

@@ -14,7 +14,6 @@ from urllib.parse import parse_qs, urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from iolens.errors import NotFound
 from iolens.present.web import data, scope
 from iolens.present.web.auth import COOKIE, safe_next
 from iolens.present.web.rest import (
@@ -168,10 +167,7 @@ def router(web: Any) -> APIRouter:
         who = me_of(request)
         analyze_pending(web)
         with web.readers.reader() as store:
-            try:
-                scope.visible_job(store, who, job_id)
-            except NotFound:
-                return not_found(request, f"No job {job_id} among the jobs you can see.")
+            scope.visible_job(store, who, job_id)
             d = job_data(store, job_id)
             history = web.cache.get(
                 ("history", job_id, None if who.admin else who.name),
@@ -203,10 +199,7 @@ def router(web: Any) -> APIRouter:
         from iolens.present import html_report
 
         with web.readers.reader() as store:
-            try:
-                scope.visible_job(store, me_of(request), job_id)
-            except NotFound:
-                return not_found(request, f"No job {job_id} among the jobs you can see.")
+            scope.visible_job(store, me_of(request), job_id)
             html = web.cache.get(
                 ("report", job_id),
                 data.job_stamp(store, job_id),
@@ -218,10 +211,7 @@ def router(web: Any) -> APIRouter:
     def job_component(request: Request, job_id: str, component_id: str) -> Response:
         who = me_of(request)
         with web.readers.reader() as store:
-            try:
-                job = scope.visible_job(store, who, job_id)
-            except NotFound:
-                return not_found(request, f"No job {job_id} among the jobs you can see.")
+            job = scope.visible_job(store, who, job_id)
             d = job_data(store, job_id)
             kind = next((k for k, ids in d["components"].items() if component_id in ids), None)
             if kind is None:

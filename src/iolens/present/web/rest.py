@@ -26,7 +26,7 @@ def _json(obj: object, status: int = 200) -> Response:
     return Response(to_json(obj), media_type="application/json", status_code=status)
 
 
-def _missing(job_id: str) -> JSONResponse:
+def missing(job_id: str) -> JSONResponse:
     """The one answer for an unknown job and for someone else's."""
     return JSONResponse({"detail": JOB_404.format(job_id=job_id), "job_id": job_id}, 404)
 
@@ -102,25 +102,19 @@ def router(web: Any) -> APIRouter:
         who = me_of(request)
         analyze_pending(web)
         with web.readers.reader() as store:
-            try:
-                scope.visible_job(store, who, job_id)
-                body = web.cache.get(
-                    ("api-job", job_id, layers),
-                    data.job_stamp(store, job_id),
-                    lambda: to_json(views.job(store, job_id, layers=layers)),
-                )
-            except NotFound:
-                return _missing(job_id)
+            scope.visible_job(store, who, job_id)
+            body = web.cache.get(
+                ("api-job", job_id, layers),
+                data.job_stamp(store, job_id),
+                lambda: to_json(views.job(store, job_id, layers=layers)),
+            )
         return Response(body, media_type="application/json")
 
     @r.get("/jobs/{job_id}/series")
     def job_series(request: Request, job_id: str) -> Response:
         """The job's time series: client bandwidth per second and every layer per 10 s."""
         with web.readers.reader() as store:
-            try:
-                scope.visible_job(store, me_of(request), job_id)
-            except NotFound:
-                return _missing(job_id)
+            scope.visible_job(store, me_of(request), job_id)
             d = job_data(store, job_id)
         return _json({"client": d["timeline"], "layers": d["cross"]})
 
@@ -128,10 +122,7 @@ def router(web: Any) -> APIRouter:
     def job_findings(request: Request, job_id: str) -> Response:
         """The job's findings with recommendations, estimated gains and documentation."""
         with web.readers.reader() as store:
-            try:
-                scope.visible_job(store, me_of(request), job_id)
-            except NotFound:
-                return _missing(job_id)
+            scope.visible_job(store, me_of(request), job_id)
             d = job_data(store, job_id)
         return _json(d["job"]["findings"])
 
@@ -140,10 +131,7 @@ def router(web: Any) -> APIRouter:
         """The jobs that slowed this one (others' jobs anonymised for users)."""
         who = me_of(request)
         with web.readers.reader() as store:
-            try:
-                scope.visible_job(store, who, job_id)
-            except NotFound:
-                return _missing(job_id)
+            scope.visible_job(store, who, job_id)
             d = job_data(store, job_id)
             return _json(culprits_for(store, who, d["culprits"]))
 
@@ -152,10 +140,7 @@ def router(web: Any) -> APIRouter:
         """This run against earlier runs of the same application (users: their own runs)."""
         who = me_of(request)
         with web.readers.reader() as store:
-            try:
-                scope.visible_job(store, who, job_id)
-            except NotFound:
-                return _missing(job_id)
+            scope.visible_job(store, who, job_id)
             d = job_data(store, job_id)
             return _json(data.history(store, d["job"], None if who.admin else who.name))
 
@@ -163,10 +148,7 @@ def router(web: Any) -> APIRouter:
     def job_component(request: Request, job_id: str, component_id: str) -> Response:
         """A server the job used, during the job only: load, latency and the job's share."""
         with web.readers.reader() as store:
-            try:
-                job = scope.visible_job(store, me_of(request), job_id)
-            except NotFound:
-                return _missing(job_id)
+            job = scope.visible_job(store, me_of(request), job_id)
             if scope.component_in_job(store, job_id, component_id) is None:
                 return _json({"detail": f"job {job_id} did not use {component_id}"}, 404)
             t0, t1 = scope.job_window(job)

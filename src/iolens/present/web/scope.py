@@ -3,7 +3,7 @@
 Users see jobs whose `jobs.user` is their name, and a server component (forwarder, OST,
 MDS) only if one of those jobs went through it, only for that job's run (plus a minute
 either side) — what Beacon allowed its users. Admins see everything. Another user's job
-is reported exactly like a job that does not exist (`NotFound`, same text), so ids cannot
+is reported exactly like a job that does not exist (`JobHidden`, same text), so ids cannot
 be probed.
 """
 
@@ -39,16 +39,20 @@ SORTABLE = {
 }
 
 
-def not_found(job_id: str, store: Store) -> NotFound:
-    """The one error for an unknown job and for someone else's: the same words."""
-    return NotFound(f"job {job_id} is not in {store.location}")
+class JobHidden(NotFound):
+    """The one error for an unknown job and for someone else's: the same words. The app
+    answers it (404: JSON under /api, the error page elsewhere), so routes just raise it."""
+
+    def __init__(self, job_id: str, store: Store) -> None:
+        super().__init__(f"job {job_id} is not in {store.location}")
+        self.job_id = job_id
 
 
 def visible_job(store: Store, who: Principal, job_id: str) -> dict[str, Any]:
     """The job's scheduler row if the caller may see it; NotFound otherwise."""
     rows = store.query("SELECT * FROM jobs WHERE job_id = ?", [job_id]).to_pylist()
     if not rows or not (who.admin or rows[0]["user"] == who.name):
-        raise not_found(job_id, store)
+        raise JobHidden(job_id, store)
     return rows[0]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import posixpath
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -97,6 +98,52 @@ def small_requests(df: pd.DataFrame, op: str) -> pd.Series:
     """Per record, the requests under 1 MiB (Drishti's small requests, without the
     requests of exactly 1 MiB that Darshan's 100K_1M bin also holds)."""
     return small_bins(df, op) - exact_mib(df, op)
+
+
+@dataclass
+class SmallShare:
+    """The requests under 1 MiB of one direction (READ or WRITE) over some POSIX records,
+    and the files they went to: what the small-request rules (whole job or shared files)
+    report."""
+
+    op: str
+    ops: int
+    small: int
+    exact_mib: int  # requests of exactly 1 MiB, which Drishti counts as small and we do not
+    nbytes: int
+    files: pd.DataFrame  # per file id: small_<verb>s, <verb>s, bytes; only files with any
+
+    @property
+    def verb(self) -> str:
+        return self.op.lower()
+
+    @property
+    def share(self) -> float:
+        return self.small / self.ops
+
+    @property
+    def collective_call(self) -> str:
+        return "MPI_File_write_at_all" if self.op == "WRITE" else "MPI_File_read_at_all"
+
+    @property
+    def cb_hint(self) -> str:
+        return "romio_cb_write" if self.op == "WRITE" else "romio_cb_read"
+
+
+def small_share(c: pd.DataFrame, op: str) -> SmallShare | None:
+    """`SmallShare` of records `c`, or None unless more than 10 % of the requests, and more
+    than 1,000 of them, are small (Drishti's small_requests and small_requests_absolute)."""
+    verb = op.lower()
+    bytes_col = "POSIX_BYTES_READ" if op == "READ" else "POSIX_BYTES_WRITTEN"
+    ops = total(c, f"POSIX_{op}S")
+    small = small_requests(c, op)
+    n_small = int(small.sum())
+    if not n_small or n_small / ops <= T.SMALL_REQUESTS or n_small <= T.SMALL_REQUESTS_ABSOLUTE:
+        return None
+    files = per_file(c, {f"small_{verb}s": small, f"{verb}s": c[f"POSIX_{op}S"]})
+    files["bytes"] = per_file(c, {"b": c[bytes_col]})["b"]
+    files = files[files[f"small_{verb}s"] > 0]
+    return SmallShare(op, ops, n_small, int(exact_mib(c, op).sum()), total(c, bytes_col), files)
 
 
 def modules(job: DarshanJob) -> set[str]:

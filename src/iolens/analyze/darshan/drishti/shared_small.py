@@ -4,18 +4,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from iolens.analyze.darshan.drishti import thresholds as T
 from iolens.analyze.darshan.drishti.common import (
     DrishtiRule,
-    exact_mib,
     mpich_hints,
-    per_file,
     request_gain,
     setstripe,
     share_severity,
-    small_requests,
+    small_share,
     top_files,
-    total,
 )
 from iolens.analyze.darshan.drishti.hdf5 import mpio_collective, uses_hdf5
 from iolens.analyze.darshan.rule import RuleContext
@@ -35,26 +31,16 @@ class _SharedSmall(DrishtiRule):
         c = c[c["rank"] == -1]  # Darshan's shared records: files opened by every rank
         if not len(c):
             return None
-        verb = self.op.lower()
-        bytes_col = "POSIX_BYTES_READ" if self.op == "READ" else "POSIX_BYTES_WRITTEN"
-        ops = total(c, f"POSIX_{self.op}S")
-        small = small_requests(c, self.op)
-        n_small = int(small.sum())
-        n_mib = int(exact_mib(c, self.op).sum())
-        if not ops or n_small / ops <= T.SMALL_REQUESTS or n_small <= T.SMALL_REQUESTS_ABSOLUTE:
+        sm = small_share(c, self.op)
+        if sm is None:
             return None
-        share = n_small / ops
-        files = per_file(c, {f"small_{verb}s": small, f"{verb}s": c[f"POSIX_{self.op}S"]})
-        files["bytes"] = per_file(c, {"b": c[bytes_col]})["b"]
-        files = files[files[f"small_{verb}s"] > 0]
-        worst = files[f"small_{verb}s"].idxmax()
-        nbytes = total(c, bytes_col)
-        call = "MPI_File_write_at_all" if self.op == "WRITE" else "MPI_File_read_at_all"
-        hint = "romio_cb_write" if self.op == "WRITE" else "romio_cb_read"
+        verb, share = sm.verb, sm.share
+        worst = sm.files[f"small_{verb}s"].idxmax()
         advice = (
-            f"{n_small} of {ops} {verb}s to shared files ({share:.0%}) are under 1 MiB. "
-            f"Coalesce them with collective MPI-IO (`{call}(fh, off, buf, n, type, &st)`) and "
-            f"collective buffering: `{mpich_hints(**{hint: 'enable', 'cb_buffer_size': 16777216})}`"
+            f"{sm.small} of {sm.ops} {verb}s to shared files ({share:.0%}) are under 1 MiB. "
+            f"Coalesce them with collective MPI-IO (`{sm.collective_call}(fh, off, buf, n, type, "
+            f"&st)`) and collective buffering: "
+            f"`{mpich_hints(**{sm.cb_hint: 'enable', 'cb_buffer_size': 16777216})}`"
             f"; stripe the shared file widely: `{setstripe(job, ctx, worst)}`."
         )
         if uses_hdf5(job):
@@ -62,16 +48,16 @@ class _SharedSmall(DrishtiRule):
         return self.finding(
             job,
             {
-                f"shared_{verb}s": ops,
-                f"small_shared_{verb}s": n_small,
+                f"shared_{verb}s": sm.ops,
+                f"small_shared_{verb}s": sm.small,
                 "small_share": round(share, 4),
-                "exact_1MiB_not_counted": n_mib,
-                "files": top_files(job, files, f"small_{verb}s"),
+                "exact_1MiB_not_counted": sm.exact_mib,
+                "files": top_files(job, sm.files, f"small_{verb}s"),
                 "ranks": [-1],
             },
             advice,
             severity=share_severity(share),
-            gain=request_gain(ops, nbytes, f"shared_{verb}"),
+            gain=request_gain(sm.ops, sm.nbytes, f"shared_{verb}"),
         )
 
 

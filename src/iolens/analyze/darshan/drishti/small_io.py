@@ -9,18 +9,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from iolens.analyze.darshan.drishti import thresholds as T
 from iolens.analyze.darshan.drishti.common import (
     DrishtiRule,
-    exact_mib,
     mpich_hints,
-    per_file,
     ranks_of,
     request_gain,
     share_severity,
-    small_requests,
+    small_share,
     top_files,
-    total,
     uses_mpiio,
 )
 from iolens.analyze.darshan.drishti.hdf5 import mpio_collective, uses_hdf5
@@ -38,26 +34,15 @@ class _SmallRequests(DrishtiRule):
         if not job.has("POSIX"):
             return None
         c = job.counters("POSIX")
-        verb = self.op.lower()
-        bytes_col = "POSIX_BYTES_READ" if self.op == "READ" else "POSIX_BYTES_WRITTEN"
-        ops = total(c, f"POSIX_{self.op}S")
-        small = small_requests(c, self.op)
-        n_small = int(small.sum())
-        n_mib = int(exact_mib(c, self.op).sum())
-        if not n_small or n_small / ops <= T.SMALL_REQUESTS or n_small <= T.SMALL_REQUESTS_ABSOLUTE:
+        sm = small_share(c, self.op)
+        if sm is None:
             return None
-        share = n_small / ops
-        files = per_file(c, {f"small_{verb}s": small, f"{verb}s": c[f"POSIX_{self.op}S"]})
-        files["bytes"] = per_file(c, {"b": c[bytes_col]})["b"]
-        files = files[files[f"small_{verb}s"] > 0]
-        nbytes = total(c, bytes_col)
-        call = "MPI_File_write_at_all" if self.op == "WRITE" else "MPI_File_read_at_all"
-        hint = "romio_cb_write" if self.op == "WRITE" else "romio_cb_read"
+        verb, share, call = sm.verb, sm.share, sm.collective_call
         advice = [f"Buffer {verb}s into requests of >= 1 MiB."]
         if uses_mpiio(job):
             advice.append(
                 f"The job uses MPI-IO: make these calls collective (`{call}(fh, off, buf, n, "
-                f"type, &st)`) so ROMIO aggregates them: `{mpich_hints(**{hint: 'enable'})}`."
+                f"type, &st)`) so ROMIO aggregates them: `{mpich_hints(**{sm.cb_hint: 'enable'})}`."
             )
         else:
             advice.append(
@@ -69,17 +54,17 @@ class _SmallRequests(DrishtiRule):
         return self.finding(
             job,
             {
-                f"{verb}s": ops,
-                f"small_{verb}s": n_small,
+                f"{verb}s": sm.ops,
+                f"small_{verb}s": sm.small,
                 "small_share": round(share, 4),
-                "exact_1MiB_not_counted": n_mib,
-                f"bytes_{'written' if self.op == 'WRITE' else 'read'}": nbytes,
-                "files": top_files(job, files, f"small_{verb}s"),
-                "ranks": ranks_of(c, files.index),
+                "exact_1MiB_not_counted": sm.exact_mib,
+                f"bytes_{'written' if self.op == 'WRITE' else 'read'}": sm.nbytes,
+                "files": top_files(job, sm.files, f"small_{verb}s"),
+                "ranks": ranks_of(c, sm.files.index),
             },
-            f"{n_small} of {ops} {verb}s ({share:.0%}) are under 1 MiB. " + " ".join(advice),
+            f"{sm.small} of {sm.ops} {verb}s ({share:.0%}) are under 1 MiB. " + " ".join(advice),
             severity=share_severity(share),
-            gain=request_gain(ops, nbytes, verb),
+            gain=request_gain(sm.ops, sm.nbytes, verb),
         )
 
 

@@ -50,26 +50,10 @@ import pyarrow as pa
 from iolens.analyze.darshan.zoomin.files import layouts
 from iolens.analyze.darshan.zoomin.records import data_records, dxt_bytes
 from iolens.model.darshan import DarshanJob
-from iolens.model.schema import JOB_FACTORS
+from iolens.model.schema import JOB_FACTORS, ZOOMIN_FACTORS
 
 #: Factor columns of JOB_FACTORS, in Table I order.
-FACTORS = (
-    "datasize",
-    "nprocs",
-    "nnodes",
-    "mtime_pct",
-    "collective",
-    "ost_count",
-    "small_pct",
-    "seq_pct",
-    "max_rank_io",
-    "max_rank_req",
-    "max_ost_io",
-    "max_ost_req",
-    "oss_cpu_pct",
-    "mds_cpu_pct",
-    "ost_io_mb",
-)
+FACTORS = ZOOMIN_FACTORS
 
 _SMALL_BINS = ("0_100", "100_1K")  # Darshan's request-size bins below 1 KiB
 _BINS = (

@@ -18,20 +18,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from iolens.model.schema import ZOOMIN_FACTORS
+
 #: The paper's platform-wide factors: 1-8 and 13-15 (9-12 describe one application's
 #: internals and are for the application view), then bandwidth.
 PLATFORM_FACTORS = (
-    "datasize",
-    "nprocs",
-    "nnodes",
-    "mtime_pct",
-    "collective",
-    "ost_count",
-    "small_pct",
-    "seq_pct",
-    "oss_cpu_pct",
-    "mds_cpu_pct",
-    "ost_io_mb",
+    *(f for f in ZOOMIN_FACTORS if not f.startswith(("max_rank", "max_ost"))),
     "bandwidth",
 )
 
