@@ -56,10 +56,15 @@ class DarshanRule:
             severity=severity or self.severity,
             subject_kind="job",
             subject_id=job.job_id,
-            evidence=evidence,
+            evidence=self.stored(evidence),
             recommendation=recommendation,
             start=job.start,
             end=job.end,
             target=self.target,
-            gain=gain,
+            gain=self.stored(gain) if gain is not None else None,
         )
+
+    def stored(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Evidence or gain as the finding keeps it; a rule family may convert the values
+        here rather than repeat `finding`."""
+        return values

@@ -12,7 +12,9 @@ from typing import ClassVar
 from iolens.analyze.darshan.drishti import thresholds as T
 from iolens.analyze.darshan.drishti.common import (
     DrishtiRule,
+    bytes_counter,
     col,
+    collective_call,
     mpich_hints,
     node_count,
     per_file,
@@ -57,10 +59,9 @@ class _NoCollective(DrishtiRule):
         if not len(files):
             files = per_file(m, {f"independent_{verb}s": mine})
             files = files[files[f"independent_{verb}s"] > 0]
-        bytes_col = "MPIIO_BYTES_READ" if self.op == "READ" else "MPIIO_BYTES_WRITTEN"
-        nbytes = total(m, bytes_col)
+        nbytes = total(m, bytes_counter("MPIIO", self.op))
         nodes, exact = node_count(job, ctx)
-        call = "MPI_File_read_at_all" if self.op == "READ" else "MPI_File_write_at_all"
+        call = collective_call(self.op)
         hint = {f"romio_cb_{verb}": "enable"}
         if nodes and exact:
             hint["cb_nodes"] = str(nodes)

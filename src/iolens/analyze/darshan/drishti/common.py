@@ -12,7 +12,6 @@ import pandas as pd
 
 from iolens.analyze.darshan.drishti import thresholds as T
 from iolens.analyze.darshan.rule import DarshanRule, RuleContext
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
 
 MiB = 2**20
@@ -33,23 +32,9 @@ class DrishtiRule(DarshanRule):
     #: Drishti's level for it: HIGH, WARN, INFO or OK
     drishti_level: ClassVar[str]
 
-    def finding(
-        self,
-        job: DarshanJob,
-        evidence: dict[str, Any],
-        recommendation: str,
-        *,
-        severity: str | None = None,
-        gain: dict[str, Any] | None = None,
-    ) -> Finding:
-        """As `DarshanRule.finding`, with evidence and gain made plain JSON values."""
-        return super().finding(
-            job,
-            clean(evidence),
-            recommendation,
-            severity=severity,
-            gain=clean(gain) if gain is not None else None,
-        )
+    def stored(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Evidence and gain as plain JSON values (`clean`), whatever numpy gave the rule."""
+        return clean(values)
 
 
 # --- counters --------------------------------------------------------------------------
@@ -68,6 +53,17 @@ def total(df: pd.DataFrame, *names: str) -> int:
 
 def ftotal(df: pd.DataFrame, *names: str) -> float:
     return float(sum(float(col(df, n).sum()) for n in names))
+
+
+def bytes_counter(prefix: str, op: str) -> str:
+    """The bytes counter of `op` (READ or WRITE) in module `prefix` (POSIX, MPIIO, ...):
+    Darshan names the write side BYTES_WRITTEN, not BYTES_WRITE."""
+    return f"{prefix}_BYTES_READ" if op == "READ" else f"{prefix}_BYTES_WRITTEN"
+
+
+def collective_call(op: str) -> str:
+    """The collective MPI-IO call of `op` (READ or WRITE) that the advice names."""
+    return "MPI_File_write_at_all" if op == "WRITE" else "MPI_File_read_at_all"
 
 
 def small_bins(df: pd.DataFrame, op: str) -> pd.Series:
@@ -123,7 +119,7 @@ class SmallShare:
 
     @property
     def collective_call(self) -> str:
-        return "MPI_File_write_at_all" if self.op == "WRITE" else "MPI_File_read_at_all"
+        return collective_call(self.op)
 
     @property
     def cb_hint(self) -> str:
@@ -134,7 +130,7 @@ def small_share(c: pd.DataFrame, op: str) -> SmallShare | None:
     """`SmallShare` of records `c`, or None unless more than 10 % of the requests, and more
     than 1,000 of them, are small (Drishti's small_requests and small_requests_absolute)."""
     verb = op.lower()
-    bytes_col = "POSIX_BYTES_READ" if op == "READ" else "POSIX_BYTES_WRITTEN"
+    bytes_col = bytes_counter("POSIX", op)
     ops = total(c, f"POSIX_{op}S")
     small = small_requests(c, op)
     n_small = int(small.sum())

@@ -14,20 +14,26 @@ from iolens.analyze.darshan.rule import RuleContext
 from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
 
+#: the (reads, writes) POSIX counters compared, by unit: one pair serves both directions
+COUNTERS = {
+    "requests": ("POSIX_READS", "POSIX_WRITES"),
+    "bytes": ("POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN"),
+}
+
 
 class _Intensive(DrishtiRule):
     severity = "info"
     target = "developer"
     drishti_level = "INFO"
-    counters: ClassVar[tuple[str, str]]  # (reads, writes) POSIX counters compared
     direction: ClassVar[str]  # "write" or "read": which side must dominate
-    unit: ClassVar[str]  # "requests" or "bytes"
+    unit: ClassVar[str]  # "requests" or "bytes", a key of COUNTERS
 
     def check(self, job: DarshanJob, ctx: RuleContext) -> Finding | None:
         if not job.has("POSIX"):
             return None
         c = job.counters("POSIX")
-        reads, writes = total(c, self.counters[0]), total(c, self.counters[1])
+        read_col, write_col = COUNTERS[self.unit]
+        reads, writes = total(c, read_col), total(c, write_col)
         both = reads + writes
         mine, other = (writes, reads) if self.direction == "write" else (reads, writes)
         if not both or mine <= other or (mine - other) / both <= T.IMBALANCE_OPERATIONS:
@@ -59,7 +65,6 @@ class WriteCountIntensive(_Intensive):
     code = "DP01"
     name = "write-count-intensive"
     drishti_code = "P01"
-    counters = ("POSIX_READS", "POSIX_WRITES")
     direction = "write"
     unit = "requests"
 
@@ -75,7 +80,6 @@ class ReadCountIntensive(_Intensive):
     code = "DP02"
     name = "read-count-intensive"
     drishti_code = "P02"
-    counters = ("POSIX_READS", "POSIX_WRITES")
     direction = "read"
     unit = "requests"
 
@@ -91,7 +95,6 @@ class WriteSizeIntensive(_Intensive):
     code = "DP03"
     name = "write-size-intensive"
     drishti_code = "P03"
-    counters = ("POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN")
     direction = "write"
     unit = "bytes"
 
@@ -107,6 +110,5 @@ class ReadSizeIntensive(_Intensive):
     code = "DP04"
     name = "read-size-intensive"
     drishti_code = "P04"
-    counters = ("POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN")
     direction = "read"
     unit = "bytes"

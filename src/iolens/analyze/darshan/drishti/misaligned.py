@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
+import pandas as pd
+
 from iolens.analyze.darshan.drishti import thresholds as T
 from iolens.analyze.darshan.drishti.common import (
     DrishtiRule,
@@ -21,18 +25,58 @@ from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
 
 
-def _misaligned(job: DarshanJob, counter: str) -> tuple[int, int] | None:
-    if not job.has("POSIX"):
-        return None
-    c = job.counters("POSIX")
-    ops = total(c, "POSIX_READS", "POSIX_WRITES")
-    bad = total(c, counter)
-    if not ops or bad / ops <= T.MISALIGNED_REQUESTS:
-        return None
-    return bad, ops
+class _Misaligned(DrishtiRule):
+    """DP07 and DP08 differ only in the counter they test, the file rows and the advice."""
+
+    target = "developer"
+    drishti_level = "HIGH"
+    counter: ClassVar[str]  # the POSIX counter of misaligned requests
+    key: ClassVar[str]  # its name in the evidence and the file rows
+    basis: ClassVar[str]  # the gain's basis
+
+    def check(self, job: DarshanJob, ctx: RuleContext) -> Finding | None:
+        if not job.has("POSIX"):
+            return None
+        c = job.counters("POSIX")
+        ops = total(c, "POSIX_READS", "POSIX_WRITES")
+        bad = total(c, self.counter)
+        if not ops or bad / ops <= T.MISALIGNED_REQUESTS:
+            return None
+        files = per_file(c, {self.key: c[self.counter]}).assign(**self.file_columns(c))
+        files = files[files[self.key] > 0]
+        share = bad / ops
+        advice, more = self.advise(job, ctx, files, share)
+        return self.finding(
+            job,
+            {
+                "requests": ops,
+                self.key: bad,
+                "share": round(share, 4),
+                "files": top_files(job, files, self.key),
+                "ranks": ranks_of(c, files.index),
+                **more,
+            },
+            advice,
+            severity=share_severity(share),
+            gain={
+                "metric": "misaligned_requests",
+                "fraction": round(share, 4),
+                "basis": self.basis,
+            },
+        )
+
+    def file_columns(self, c: pd.DataFrame) -> dict[str, pd.Series]:
+        """Per file id, what the file rows show besides the misaligned requests."""
+        raise NotImplementedError
+
+    def advise(
+        self, job: DarshanJob, ctx: RuleContext, files: pd.DataFrame, share: float
+    ) -> tuple[str, dict[str, Any]]:
+        """The recommendation, and evidence it adds, for `files` with misaligned requests."""
+        raise NotImplementedError
 
 
-class MisalignedMemory(DrishtiRule):
+class MisalignedMemory(_Misaligned):
     """Many requests use buffers misaligned in memory.
 
     Symptom: more than 10 % of the POSIX requests use a buffer not aligned to the memory
@@ -44,41 +88,25 @@ class MisalignedMemory(DrishtiRule):
 
     code = "DP07"
     name = "misaligned-memory"
-    target = "developer"
     drishti_code = "P07"
-    drishti_level = "HIGH"
+    counter = "POSIX_MEM_NOT_ALIGNED"
+    key = "mem_not_aligned"
+    basis = "share of requests that would use aligned buffers"
 
-    def check(self, job: DarshanJob, ctx: RuleContext) -> Finding | None:
-        hit = _misaligned(job, "POSIX_MEM_NOT_ALIGNED")
-        if hit is None:
-            return None
-        bad, ops = hit
-        c = job.counters("POSIX")
-        files = per_file(c, {"mem_not_aligned": c["POSIX_MEM_NOT_ALIGNED"]})
-        files["mem_alignment"] = per_file(c, {"a": c["POSIX_MEM_ALIGNMENT"]}, "max")["a"]
-        files = files[files["mem_not_aligned"] > 0]
-        share = bad / ops
-        return self.finding(
-            job,
-            {
-                "requests": ops,
-                "mem_not_aligned": bad,
-                "share": round(share, 4),
-                "files": top_files(job, files, "mem_not_aligned"),
-                "ranks": ranks_of(c, files.index),
-            },
+    def file_columns(self, c: pd.DataFrame) -> dict[str, pd.Series]:
+        return {"mem_alignment": per_file(c, {"a": c["POSIX_MEM_ALIGNMENT"]}, "max")["a"]}
+
+    def advise(
+        self, job: DarshanJob, ctx: RuleContext, files: pd.DataFrame, share: float
+    ) -> tuple[str, dict[str, Any]]:
+        return (
             f"{share:.0%} of the requests use misaligned buffers. Allocate I/O buffers "
             "page-aligned: `posix_memalign(&buf, 4096, size);`",
-            severity=share_severity(share),
-            gain={
-                "metric": "misaligned_requests",
-                "fraction": round(share, 4),
-                "basis": "share of requests that would use aligned buffers",
-            },
+            {},
         )
 
 
-class MisalignedFile(DrishtiRule):
+class MisalignedFile(_Misaligned):
     """Many requests are misaligned with the file system's blocks.
 
     Symptom: more than 10 % of the POSIX requests start or end off the file alignment
@@ -93,25 +121,24 @@ class MisalignedFile(DrishtiRule):
 
     code = "DP08"
     name = "misaligned-file"
-    target = "developer"
     drishti_code = "P08"
-    drishti_level = "HIGH"
+    counter = "POSIX_FILE_NOT_ALIGNED"
+    key = "file_not_aligned"
+    basis = "share of requests that would stop straddling block boundaries"
 
-    def check(self, job: DarshanJob, ctx: RuleContext) -> Finding | None:
-        hit = _misaligned(job, "POSIX_FILE_NOT_ALIGNED")
-        if hit is None:
-            return None
-        bad, ops = hit
-        c = job.counters("POSIX")
-        files = per_file(c, {"file_not_aligned": c["POSIX_FILE_NOT_ALIGNED"]})
-        files["requests"] = per_file(c, {"r": c["POSIX_READS"] + c["POSIX_WRITES"]})["r"]
-        files["file_alignment"] = per_file(c, {"a": c["POSIX_FILE_ALIGNMENT"]}, "max")["a"]
-        files = files[files["file_not_aligned"] > 0]
+    def file_columns(self, c: pd.DataFrame) -> dict[str, pd.Series]:
+        return {
+            "requests": per_file(c, {"r": c["POSIX_READS"] + c["POSIX_WRITES"]})["r"],
+            "file_alignment": per_file(c, {"a": c["POSIX_FILE_ALIGNMENT"]}, "max")["a"],
+        }
+
+    def advise(
+        self, job: DarshanJob, ctx: RuleContext, files: pd.DataFrame, share: float
+    ) -> tuple[str, dict[str, Any]]:
         top = files.sort_values("file_not_aligned", ascending=False)
         worst = top.index[0] if len(top) else None
         stripe = stripe_of(job, worst) if worst is not None else None
         align = int(top["file_alignment"].iloc[0]) if len(top) else 0
-        share = bad / ops
         advice = [
             f"{share:.0%} of the requests are misaligned"
             + (f" with the {human(align)} file alignment." if align > 1 else ".")
@@ -127,21 +154,7 @@ class MisalignedFile(DrishtiRule):
         advice.append(f"MPI-IO: `{mpich_hints(striping_unit=4194304)}`.")
         if uses_hdf5(job):
             advice.append(alignment(stripe[1] if stripe else None))
-        return self.finding(
-            job,
-            {
-                "requests": ops,
-                "file_not_aligned": bad,
-                "share": round(share, 4),
-                "files": top_files(job, files, "file_not_aligned"),
-                "ranks": ranks_of(c, files.index),
-                "stripe": {"count": stripe[0], "size": stripe[1]} if stripe else None,
-            },
+        return (
             " ".join(advice),
-            severity=share_severity(share),
-            gain={
-                "metric": "misaligned_requests",
-                "fraction": round(share, 4),
-                "basis": "share of requests that would stop straddling block boundaries",
-            },
+            {"stripe": {"count": stripe[0], "size": stripe[1]} if stripe else None},
         )

@@ -6,7 +6,10 @@ seconds; Drishti flags a file when they differ by more than 15 % of the file's t
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import numpy as np
+import pandas as pd
 
 from iolens.analyze.darshan.drishti import thresholds as T
 from iolens.analyze.darshan.drishti.common import (
@@ -21,7 +24,73 @@ from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
 
 
-class SharedDataImbalance(DrishtiRule):
+def straggler_files(
+    df: pd.DataFrame,
+    total_cols: tuple[str, ...],
+    slowest: str,
+    fastest: str,
+    keep: list[str],
+    total_name: str,
+) -> pd.DataFrame | None:
+    """Drishti's one straggler test for P18 (bytes) and P19 (seconds): per file id, the
+    shared records whose `slowest` and `fastest` rank differ by more than
+    imbalance_stragglers of the summed `total_cols`, with their `keep` columns, the total
+    (as `total_name`) and the imbalance; None without any."""
+    df = df[df["rank"] == -1]
+    if not len(df):
+        return None
+    tot = col(df, total_cols[0])
+    for name in total_cols[1:]:
+        tot = tot + col(df, name)
+    diff = (col(df, slowest) - col(df, fastest)).abs()
+    imb = diff / tot.where(tot > 0)
+    hit = df[imb > T.IMBALANCE_STRAGGLERS]
+    if not len(hit):
+        return None
+    files = hit.set_index("id")[keep].copy()
+    files[total_name] = tot[hit.index].to_numpy()
+    files["imbalance"] = np.round(imb[hit.index].to_numpy(), 4)
+    return files
+
+
+class _Stragglers(DrishtiRule):
+    """DP18 and DP19 differ only in the counters they test, the advice's words and the gain."""
+
+    target = "user"
+    drishti_level = "HIGH"
+    what: ClassVar[str]  # "data" or "time": what differs between the ranks
+    balance: ClassVar[str]  # the advice before the striping one
+
+    def check(self, job: DarshanJob, ctx: RuleContext) -> Finding | None:
+        files = self.files(job)
+        if files is None:
+            return None
+        worst = files["imbalance"].idxmax()
+        worst_share = float(files["imbalance"].max())
+        return self.finding(
+            job,
+            {
+                "files_affected": len(files),
+                "files": top_files(job, files, "imbalance"),
+                "ranks": [-1],
+            },
+            f"{len(files)} shared file(s) with {self.what} imbalance up to {worst_share:.0%} "
+            f"between the slowest and fastest rank. {self.balance}; spread the file over more "
+            f"OSTs: `{setstripe(job, ctx, worst)}`.",
+            severity=share_severity(worst_share),
+            gain=self.gain(files.loc[worst], max(job.nprocs, 1)),
+        )
+
+    def files(self, job: DarshanJob) -> pd.DataFrame | None:
+        """The shared files with stragglers (see `straggler_files`), or None."""
+        raise NotImplementedError
+
+    def gain(self, top: pd.Series, nprocs: int) -> dict[str, Any] | None:
+        """The gain of balancing the worst file, whose row is `top`."""
+        raise NotImplementedError
+
+
+class SharedDataImbalance(_Stragglers):
     """Ranks move very different amounts of data on a shared file.
 
     Symptom: on a file every rank opened, the slowest rank's bytes and the fastest
@@ -35,59 +104,38 @@ class SharedDataImbalance(DrishtiRule):
 
     code = "DP18"
     name = "shared-data-imbalance"
-    target = "user"
     drishti_code = "P18"
-    drishti_level = "HIGH"
+    what = "data"
+    balance = "Balance the decomposition across ranks"
 
-    def check(self, job: DarshanJob, ctx: RuleContext) -> Finding | None:
-        c = job.counters("POSIX")
-        c = c[c["rank"] == -1]
-        if not len(c):
-            return None
-        tot = col(c, "POSIX_BYTES_WRITTEN") + col(c, "POSIX_BYTES_READ")
-        diff = (col(c, "POSIX_SLOWEST_RANK_BYTES") - col(c, "POSIX_FASTEST_RANK_BYTES")).abs()
-        imb = diff / tot.where(tot > 0)
-        hit = c[imb > T.IMBALANCE_STRAGGLERS]
-        if not len(hit):
-            return None
-        files = hit.set_index("id")[
-            [
+    def files(self, job: DarshanJob) -> pd.DataFrame | None:
+        return straggler_files(
+            job.counters("POSIX"),
+            ("POSIX_BYTES_WRITTEN", "POSIX_BYTES_READ"),
+            "POSIX_SLOWEST_RANK_BYTES",
+            "POSIX_FASTEST_RANK_BYTES",
+            keep=[
                 "POSIX_SLOWEST_RANK",
                 "POSIX_SLOWEST_RANK_BYTES",
                 "POSIX_FASTEST_RANK",
                 "POSIX_FASTEST_RANK_BYTES",
-            ]
-        ].copy()
-        files["bytes"] = tot[hit.index].to_numpy()
-        files["imbalance"] = np.round(imb[hit.index].to_numpy(), 4)
-        worst = files["imbalance"].idxmax()
-        top = files.loc[worst]
-        mean = top["bytes"] / max(job.nprocs, 1)
-        worst_share = float(files["imbalance"].max())
-        return self.finding(
-            job,
-            {
-                "files_affected": len(files),
-                "files": top_files(job, files, "imbalance"),
-                "ranks": [-1],
-            },
-            f"{len(files)} shared file(s) with data imbalance up to {worst_share:.0%} between "
-            "the slowest and fastest rank. Balance the decomposition across ranks; spread "
-            f"the file over more OSTs: `{setstripe(job, ctx, worst)}`.",
-            severity=share_severity(worst_share),
-            gain=(
-                {
-                    "metric": "slowest_rank_bytes",
-                    "factor": round(float(top["POSIX_SLOWEST_RANK_BYTES"]) / mean, 2),
-                    "basis": "slowest rank's bytes vs. the mean rank's on the worst file",
-                }
-                if mean > 0 and top["POSIX_SLOWEST_RANK_BYTES"] > mean
-                else None
-            ),
+            ],
+            total_name="bytes",
         )
 
+    def gain(self, top: pd.Series, nprocs: int) -> dict[str, Any] | None:
+        mean = top["bytes"] / nprocs
+        slowest = top["POSIX_SLOWEST_RANK_BYTES"]
+        if not (mean > 0 and slowest > mean):
+            return None
+        return {
+            "metric": "slowest_rank_bytes",
+            "factor": round(float(slowest) / mean, 2),
+            "basis": "slowest rank's bytes vs. the mean rank's on the worst file",
+        }
 
-class SharedTimeImbalance(DrishtiRule):
+
+class SharedTimeImbalance(_Stragglers):
     """Ranks spend very different times on a shared file.
 
     Symptom: on a file every rank opened, the slowest and the fastest rank's I/O times
@@ -101,55 +149,35 @@ class SharedTimeImbalance(DrishtiRule):
 
     code = "DP19"
     name = "shared-time-imbalance"
-    target = "user"
     drishti_code = "P19"
-    drishti_level = "HIGH"
+    what = "time"
+    balance = "Balance the work per rank"
 
-    def check(self, job: DarshanJob, ctx: RuleContext) -> Finding | None:
-        f = job.fcounters("POSIX")
-        f = f[f["rank"] == -1]
-        if not len(f):
-            return None
-        tot = (
-            col(f, "POSIX_F_WRITE_TIME") + col(f, "POSIX_F_READ_TIME") + col(f, "POSIX_F_META_TIME")
+    def files(self, job: DarshanJob) -> pd.DataFrame | None:
+        files = straggler_files(
+            job.fcounters("POSIX"),
+            ("POSIX_F_WRITE_TIME", "POSIX_F_READ_TIME", "POSIX_F_META_TIME"),
+            "POSIX_F_SLOWEST_RANK_TIME",
+            "POSIX_F_FASTEST_RANK_TIME",
+            keep=["POSIX_F_SLOWEST_RANK_TIME", "POSIX_F_FASTEST_RANK_TIME"],
+            total_name="seconds",
         )
-        diff = (col(f, "POSIX_F_SLOWEST_RANK_TIME") - col(f, "POSIX_F_FASTEST_RANK_TIME")).abs()
-        imb = diff / tot.where(tot > 0)
-        hit = f[imb > T.IMBALANCE_STRAGGLERS]
-        if not len(hit):
+        if files is None:
             return None
-        files = hit.set_index("id")[
-            ["POSIX_F_SLOWEST_RANK_TIME", "POSIX_F_FASTEST_RANK_TIME"]
-        ].copy()
-        files["seconds"] = tot[hit.index].to_numpy()
-        files["imbalance"] = np.round(imb[hit.index].to_numpy(), 4)
         c = job.counters("POSIX").set_index("id")
         c = c[c["rank"] == -1]
         for k in ("POSIX_SLOWEST_RANK", "POSIX_FASTEST_RANK"):
             files[k] = c[k].reindex(files.index).fillna(-1).astype("int64")
-        worst = files["imbalance"].idxmax()
-        top = files.loc[worst]
-        mean = top["seconds"] / max(job.nprocs, 1)
-        worst_share = float(files["imbalance"].max())
-        return self.finding(
-            job,
-            {
-                "files_affected": len(files),
-                "files": top_files(job, files, "imbalance"),
-                "ranks": [-1],
-            },
-            f"{len(files)} shared file(s) with time imbalance up to {worst_share:.0%} between "
-            "the slowest and fastest rank. Balance the work per rank; spread the file over "
-            f"more OSTs: `{setstripe(job, ctx, worst)}`.",
-            severity=share_severity(worst_share),
-            gain=(
-                {
-                    "metric": "slowest_rank_seconds",
-                    "factor": round(float(top["POSIX_F_SLOWEST_RANK_TIME"]) / mean, 2),
-                    "seconds": round(float(top["POSIX_F_SLOWEST_RANK_TIME"]) - mean, 3),
-                    "basis": "slowest rank's I/O time vs. the mean rank's on the worst file",
-                }
-                if mean > 0 and top["POSIX_F_SLOWEST_RANK_TIME"] > mean
-                else None
-            ),
-        )
+        return files
+
+    def gain(self, top: pd.Series, nprocs: int) -> dict[str, Any] | None:
+        mean = top["seconds"] / nprocs
+        slowest = top["POSIX_F_SLOWEST_RANK_TIME"]
+        if not (mean > 0 and slowest > mean):
+            return None
+        return {
+            "metric": "slowest_rank_seconds",
+            "factor": round(float(slowest) / mean, 2),
+            "seconds": round(float(slowest) - mean, 3),
+            "basis": "slowest rank's I/O time vs. the mean rank's on the worst file",
+        }
