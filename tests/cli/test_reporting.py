@@ -66,9 +66,10 @@ def test_html_report_is_self_contained_and_complete(sim_db, tmp_path):
     for f in stored:
         if f["subject_id"] == job_id:
             assert f'id="{f["code"]}"' in page
-    # plots are inline SVG with drawn paths; nothing is fetched from the network
+    # plots are inline SVG with drawn marks (matplotlib paths, plain-SVG bars); nothing is
+    # fetched from the network
     svgs = re.findall(r"<svg.*?</svg>", page, flags=re.S)
-    assert len(svgs) >= 2 and all("<path" in s for s in svgs)
+    assert len(svgs) >= 2 and all("<path" in s or "<rect" in s for s in svgs)
     assert not re.search(r'(src|href)="(https?:)?//', page)
 
 

@@ -7,6 +7,7 @@ plots, the Darshan modules and factors, and each finding's documentation.
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -32,6 +33,21 @@ SIZE_BUCKETS = (
 )
 
 
+def size_bars(sizes: tuple[list[str], list[float], list[float]], width: float = 640.0) -> str:
+    """The request-size histogram as plain SVG (a few ms; matplotlib takes ~100)."""
+    from iolens.present.web import svg
+
+    labels, reads, writes = sizes
+    return svg.bars(
+        labels,
+        [("read", svg.READ, reads), ("write", svg.WRITE, writes)],
+        ylabel="requests",
+        label="request sizes",
+        width=width,
+    )
+
+
+@functools.cache
 def _env() -> Environment:
     env = Environment(
         loader=PackageLoader("iolens.present", "templates"),
@@ -71,8 +87,8 @@ def render(store: Store, job_id: str) -> str:
     from iolens.present import views
     from iolens.store.darshan import load_jobs
 
-    job = views.job(store, job_id)
     full = report.build(store, job_id, with_series=True)
+    job = views.job(store, job_id, built=full)
     logs = list(load_jobs(store, job_id))
     docs = catalog()
     figures: list[tuple[str, str]] = []
@@ -89,7 +105,7 @@ def render(store: Store, job_id: str) -> str:
         )
     sizes = _size_histogram(store, job_id, logs)
     if sizes:
-        figures.append(("Request sizes", plots.stacked_sizes(*sizes)))
+        figures.append(("Request sizes", size_bars(sizes)))
     figures += _darshan_figures(logs)
     factors = store.query("SELECT * FROM job_factors WHERE job_id = ?", [job_id]).to_pylist()
     for f in job["findings"]:

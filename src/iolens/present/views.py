@@ -8,9 +8,12 @@ same objects, whichever side computed them.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from iolens.store.base import Store
+
+if TYPE_CHECKING:
+    from iolens.analyze.report import JobReport
 
 _JOB_KEYS = (
     "job_id",
@@ -55,17 +58,20 @@ def jobs(store: Store, user: str | None = None, limit: int | None = None) -> lis
     return [job_row(r) for r in queries.jobs(store, user=user, limit=limit)]
 
 
-def job(store: Store, job_id: str, layers: bool = False) -> dict[str, Any]:
+def job(
+    store: Store, job_id: str, layers: bool = False, built: JobReport | None = None
+) -> dict[str, Any]:
     """`iolens job ID --json`: the per-job report; NotFound for an unknown job.
 
     `layers` adds `layer_series`: the job's bytes and ops per 10-s bin at every layer of
     its path (compute, forwarder, ost, mds) and per component, aligned to its start.
+    `built` is the job's report when the caller built it already (with series, for plots).
     """
     from iolens.analyze import report
     from iolens.analyze.jobs.access_pattern import access_patterns, by_file
     from iolens.analyze.jobs.crosslayer import layer_series
 
-    rep = report.build(store, job_id).to_dict()
+    rep = (built or report.build(store, job_id)).to_dict()
     # Server layers come from a GROUP BY in no particular order: fix it, so the same job
     # prints the same JSON every time (and the same from --db and --server).
     order = {name: i for i, name in enumerate(_LAYER_ORDER)}

@@ -70,19 +70,6 @@ def bars(labels: Sequence[str], values: Sequence[float], xlabel: str, ylabel: st
     return to_svg(fig)
 
 
-def stacked_sizes(labels: Sequence[str], reads: Sequence[float], writes: Sequence[float]) -> str:
-    """Request-size histogram, reads and writes side by side."""
-    fig = Figure(figsize=(8, 2.6))
-    ax = fig.subplots()
-    x = np.arange(len(labels))
-    ax.bar(x - 0.2, reads, 0.4, color=READ, label="read")
-    ax.bar(x + 0.2, writes, 0.4, color=WRITE, label="write")
-    ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("requests")
-    ax.legend(fontsize=8, frameon=False)
-    return to_svg(fig)
-
-
 def epoch(t: datetime | str | None) -> float | None:
     if t is None:
         return None

@@ -4,6 +4,7 @@ web pages, their static assets and the API docs, every route behind `auth.author
 from __future__ import annotations
 
 import mimetypes
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -157,6 +158,23 @@ def route_table(app: FastAPI) -> list[RouteInfo]:
     return out
 
 
+def _preload() -> None:
+    import importlib
+
+    for name in (
+        "iolens.analyze.report",
+        "iolens.analyze.catalog",
+        "iolens.present.html_report",
+        "iolens.present.plots",
+        "iolens.analyze.jobs.crosslayer",
+        "iolens.store.darshan",
+    ):
+        try:
+            importlib.import_module(name)
+        except Exception:
+            return
+
+
 def create_app(
     store: Store, tokens: Iterable[str] = (), config: WebConfig | None = None
 ) -> FastAPI:
@@ -187,6 +205,9 @@ def create_app(
     app.state.auth = auth
     web = Web(service, readers, PlotCache(), environment(), auth)
     app.state.web = web
+    # The job pages need the analyses and matplotlib (~1 s of imports): load them now, off
+    # the request path, so the first visitor does not wait for them.
+    threading.Thread(target=_preload, name="iolens-preload", daemon=True).start()
 
     gate = [Depends(authorize)]
     app.include_router(ingest_router(service), dependencies=gate)

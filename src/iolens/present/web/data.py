@@ -155,17 +155,7 @@ def job_page(store: Store, job_id: str) -> dict[str, Any]:
         }
     logs = list(load_jobs(store, job_id))
     sizes = html_report._size_histogram(store, job_id, logs)
-    sizes_svg = (
-        svg.bars(
-            sizes[0],
-            [("read", svg.READ, sizes[1]), ("write", svg.WRITE, sizes[2])],
-            ylabel="requests",
-            label="request sizes",
-            width=520.0,
-        )
-        if sizes
-        else None
-    )
+    sizes_svg = html_report.size_bars(sizes, width=520.0) if sizes else None
     ops = store.query(
         "SELECT op, sum(count)::DOUBLE AS n FROM client_io WHERE job_id = ? GROUP BY op "
         "ORDER BY n DESC",
