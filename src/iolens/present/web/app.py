@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
@@ -161,18 +162,20 @@ def route_table(app: FastAPI) -> list[RouteInfo]:
 def _preload() -> None:
     import importlib
 
-    for name in (
-        "iolens.analyze.report",
-        "iolens.analyze.catalog",
-        "iolens.present.html_report",
-        "iolens.present.plots",
-        "iolens.analyze.jobs.crosslayer",
-        "iolens.store.darshan",
-    ):
-        try:
+    try:
+        for name in (
+            "iolens.analyze.report",
+            "iolens.analyze.catalog",
+            "iolens.present.html_report",
+            "iolens.analyze.jobs.crosslayer",
+            "iolens.store.darshan",
+        ):
             importlib.import_module(name)
-        except Exception:
-            return
+        from iolens.present import plots
+
+        plots.bandwidth_timeline(0.0, np.zeros(2), np.ones(2))  # matplotlib's font set-up
+    except Exception:
+        return
 
 
 def create_app(
