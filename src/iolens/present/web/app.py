@@ -159,7 +159,7 @@ def route_table(app: FastAPI) -> list[RouteInfo]:
     return out
 
 
-def _preload() -> None:
+def _preload(env: Environment) -> None:
     import importlib
 
     try:
@@ -171,9 +171,12 @@ def _preload() -> None:
             "iolens.store.darshan",
         ):
             importlib.import_module(name)
-        from iolens.present import plots
+        from iolens.present import html_report, plots
 
         plots.bandwidth_timeline(0.0, np.zeros(2), np.ones(2))  # matplotlib's font set-up
+        html_report._env().get_template("report.html")  # compiled once, then cached
+        for name in ("job.html", "jobs.html", "job_component.html"):
+            env.get_template(name)
     except Exception:
         return
 
@@ -210,7 +213,7 @@ def create_app(
     app.state.web = web
     # The job pages need the analyses and matplotlib (~1 s of imports): load them now, off
     # the request path, so the first visitor does not wait for them.
-    threading.Thread(target=_preload, name="iolens-preload", daemon=True).start()
+    threading.Thread(target=_preload, args=(web.env,), name="iolens-preload", daemon=True).start()
 
     gate = [Depends(authorize)]
     app.include_router(ingest_router(service), dependencies=gate)
