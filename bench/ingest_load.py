@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -105,23 +106,15 @@ def send_all(
     return state
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=30.0)
-    ap.add_argument("--clients", type=int, default=4, help="Threads per generator process.")
-    ap.add_argument("--procs", type=int, default=2, help="Load generator processes.")
-    ap.add_argument("--ship-every", type=int, default=10)
-    ap.add_argument("--periods", type=int, default=6, help="Shipping periods to pre-encode.")
-    args = ap.parse_args()
-    every = args.ship_every
-
-    # Pre-encode shipping periods of the whole fleet (plus trace batches), so the load
-    # generator spends its CPU on sending, not encoding.
+def fleet_payloads(every: int, periods: int) -> tuple[list[tuple[bytes, int]], float, float]:
+    """Pre-encoded shipping periods of the whole fleet plus trace batches (the generator then
+    spends its CPU on sending, not encoding); and the rows and batches per second the fleet
+    sends."""
     payloads: list[tuple[bytes, int]] = []
     trace_batches = 40
     per = TRACE_RECORDS_PER_S * every // trace_batches
     recs = client_records(per * trace_batches, seed=3)
-    for period in range(args.periods):
+    for period in range(periods):
         t0 = 1_741_000_000.0 + period * every
         for kind, agents, comps, metrics in FLEET:
             for a in range(agents):
@@ -132,56 +125,77 @@ def main() -> None:
                 source="tracer", key=f"trace:{period}:{i}", client_io=recs.slice(i * per, per)
             )
             payloads.append((wire.encode(b), per))
-    period_rows = sum(r for _, r in payloads) / args.periods
-    period_batches = len(payloads) / args.periods
+    return payloads, sum(r for _, r in payloads) / periods / every, len(payloads) / periods / every
+
+
+def measure_server(
+    serve_args: list[str],
+    sender: Callable[..., dict[str, int]],
+    shares: list[list[tuple[bytes, int]]],
+    seconds: float,
+    *sender_args: object,
+) -> dict[str, float]:
+    """A real `iolens serve` (with `serve_args`) on loopback, loaded by one process per share
+    running `sender(url, share, *sender_args, deadline)`: throughput, CPU and peak RSS."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "iolens", "serve", "--port", str(port), *serve_args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            httpx.get(f"{url}/healthz", timeout=1)
+            break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    cpu0, _ = proc_stats(server.pid)
+    started = time.monotonic()
+    deadline = started + seconds
+    peak = 0
+    # Load comes from separate processes, so the generator's own GIL does not cap what the
+    # server is shown.
+    with ProcessPoolExecutor(len(shares)) as pool:
+        futures = [pool.submit(sender, url, s, *sender_args, deadline) for s in shares]
+        while not all(f.done() for f in futures):
+            peak = max(peak, proc_stats(server.pid)[1])
+            time.sleep(0.5)
+        results = [f.result() for f in futures]
+    elapsed = time.monotonic() - started
+    cpu1, _ = proc_stats(server.pid)
+    server.send_signal(signal.SIGTERM)
+    server.wait(timeout=120)
+    done = {k: sum(r[k] for r in results) for k in ("batches", "rows", "errors")}
+    return {
+        "batches_per_s": done["batches"] / elapsed,
+        "rows_per_s": done["rows"] / elapsed,
+        "errors": done["errors"],
+        "cpu": (cpu1 - cpu0) / elapsed,
+        "rss_mib": peak / 2**20,
+        "seconds": elapsed,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--clients", type=int, default=4, help="Threads per generator process.")
+    ap.add_argument("--procs", type=int, default=2, help="Load generator processes.")
+    ap.add_argument("--ship-every", type=int, default=10)
+    ap.add_argument("--periods", type=int, default=6, help="Shipping periods to pre-encode.")
+    args = ap.parse_args()
+    every = args.ship_every
+
+    payloads, needed_rows, needed_batches = fleet_payloads(every, args.periods)
 
     with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "iolens",
-                "serve",
-                "--db",
-                f"{tmp}/load.duckdb",
-                "--port",
-                str(port),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        url = f"http://127.0.0.1:{port}"
-        for _ in range(300):
-            try:
-                httpx.get(f"{url}/healthz", timeout=1)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        cpu0, _ = proc_stats(server.pid)
-        started = time.monotonic()
-        deadline = started + args.seconds
-        # Load comes from separate processes (each with a few threads), so the generator's
-        # own GIL does not cap what the server is shown.
         shares = [payloads[k :: args.procs] for k in range(args.procs)]
-        peak_rss = 0
-        with ProcessPoolExecutor(args.procs) as pool:
-            futures = [
-                pool.submit(send_all, url, share, args.clients, deadline) for share in shares
-            ]
-            while not all(f.done() for f in futures):
-                peak_rss = max(peak_rss, proc_stats(server.pid)[1])
-                time.sleep(0.5)
-            results = [f.result() for f in futures]
-        elapsed = time.monotonic() - started
-        state = {k: sum(r[k] for r in results) for k in ("batches", "rows", "errors")}
-        cpu1, _ = proc_stats(server.pid)
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=60)
+        got = measure_server(
+            ["--db", f"{tmp}/load.duckdb"], send_all, shares, args.seconds, args.clients
+        )
 
-    needed_rows = period_rows / every
-    needed_batches = period_batches / every
-    rows_s = state["rows"] / elapsed
+    rows_s, batches_s, elapsed = got["rows_per_s"], got["batches_per_s"], got["seconds"]
     print(
         f"Fleet per second at 1 Hz: {needed_rows:,.0f} rows in {needed_batches:,.0f} "
         f"batches (agents ship every {every} s); {args.procs} x {args.clients} client threads, "
@@ -191,16 +205,15 @@ def main() -> None:
         table(
             ["figure", "value"],
             [
-                ["batches/s sustained", f"{state['batches'] / elapsed:,.0f}"],
+                ["batches/s sustained", f"{batches_s:,.0f}"],
                 ["rows/s sustained", f"{rows_s:,.0f}"],
                 [
                     "headroom vs the 40,960-node fleet",
-                    f"{rows_s / needed_rows:.2f}x rows, "
-                    f"{state['batches'] / elapsed / needed_batches:.2f}x batches",
+                    f"{rows_s / needed_rows:.2f}x rows, {batches_s / needed_batches:.2f}x batches",
                 ],
-                ["errors", str(state["errors"])],
-                ["server CPU (of one core)", f"{100 * (cpu1 - cpu0) / elapsed:.0f} %"],
-                ["server peak RSS", f"{peak_rss / 2**20:,.0f} MiB"],
+                ["errors", str(got["errors"])],
+                ["server CPU (of one core)", f"{100 * got['cpu']:.0f} %"],
+                ["server peak RSS", f"{got['rss_mib']:,.0f} MiB"],
             ],
         )
     )

@@ -25,14 +25,11 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +38,10 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.common import table
-from bench.ingest_load import FLEET, TRACE_RECORDS_PER_S, agent_batch, free_port, proc_stats
+from bench.ingest_load import fleet_payloads, measure_server
 from bench.scaleout.fleet import agent_batches
-from bench.store_append import client_records
 
 from iolens.model.batch import Batch
-from iolens.ship import wire
 from iolens.ship.transport import INGEST_PATH
 from iolens.simulate import SimConfig, simulate
 from iolens.store.compaction import compact, dataset_bytes, second_pass_ratios
@@ -115,26 +110,6 @@ def simulate_and_write(args: argparse.Namespace, root: Path, res: dict[str, Any]
 # -- 3: HTTP ingest -------------------------------------------------------------------------
 
 
-def fleet_payloads(every: int, periods: int) -> tuple[list[tuple[bytes, int]], float, float]:
-    """Pre-encoded shipping periods of the whole fleet (as bench/ingest_load.py)."""
-    payloads: list[tuple[bytes, int]] = []
-    trace_batches = 40
-    per = TRACE_RECORDS_PER_S * every // trace_batches
-    recs = client_records(per * trace_batches, seed=3)
-    for period in range(periods):
-        t0 = 1_741_000_000.0 + period * every
-        for kind, agents, comps, metrics in FLEET:
-            for a in range(agents):
-                b = agent_batch(kind, a, comps, metrics, every, t0)
-                payloads.append((wire.encode(b), b.rows()))
-        for i in range(trace_batches):
-            b = Batch(
-                source="tracer", key=f"trace:{period}:{i}", client_io=recs.slice(i * per, per)
-            )
-            payloads.append((wire.encode(b), per))
-    return payloads, sum(r for _, r in payloads) / periods / every, len(payloads) / periods / every
-
-
 def send_async(
     url: str, payloads: list[tuple[bytes, int]], concurrency: int, deadline: float
 ) -> dict[str, int]:
@@ -171,46 +146,6 @@ def send_async(
     return asyncio.run(run())
 
 
-def load_server(extra: list[str], payloads: list, args: argparse.Namespace) -> dict[str, float]:
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "iolens", "serve", "--port", str(port), *extra],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            httpx.get(f"{url}/healthz", timeout=1)
-            break
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    cpu0, _ = proc_stats(server.pid)
-    started = time.monotonic()
-    deadline = started + args.http_seconds
-    shares = [payloads[k :: args.procs] for k in range(args.procs)]
-    peak = 0
-    with ProcessPoolExecutor(args.procs) as pool:
-        futures = [pool.submit(send_async, url, s, args.concurrency, deadline) for s in shares]
-        while not all(f.done() for f in futures):
-            peak = max(peak, proc_stats(server.pid)[1])
-            time.sleep(0.5)
-        results = [f.result() for f in futures]
-    elapsed = time.monotonic() - started
-    cpu1, _ = proc_stats(server.pid)
-    server.send_signal(signal.SIGTERM)
-    server.wait(timeout=120)
-    done = {k: sum(r[k] for r in results) for k in ("batches", "rows", "errors")}
-    return {
-        "batches_per_s": done["batches"] / elapsed,
-        "rows_per_s": done["rows"] / elapsed,
-        "errors": done["errors"],
-        "cpu": (cpu1 - cpu0) / elapsed,
-        "rss_mib": peak / MiB,
-        "seconds": elapsed,
-    }
-
-
 def http_stage(args: argparse.Namespace, tmp: Path, res: dict[str, Any]) -> None:
     payloads, need_rows, need_batches = fleet_payloads(args.ship_every, args.periods)
     res["fleet"] = {"rows_per_s": need_rows, "batches_per_s": need_batches}
@@ -223,7 +158,8 @@ def http_stage(args: argparse.Namespace, tmp: Path, res: dict[str, Any]) -> None
         ("DuckDB file server (baseline)", ["--db", str(tmp / "http.duckdb")]),
     ):
         say(f"HTTP load on the {name} for {args.http_seconds:.0f} s")
-        out[name] = load_server(extra, payloads, args)
+        shares = [payloads[k :: args.procs] for k in range(args.procs)]
+        out[name] = measure_server(extra, send_async, shares, args.http_seconds, args.concurrency)
     res["http"] = out
 
 
