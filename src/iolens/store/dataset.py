@@ -53,6 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from iolens.errors import InputError, StoreError
 from iolens.model.schema import TABLES, job_precedence_sql
+from iolens.store.duckdb_store import arrow_query, first_line
 from iolens.store.migrations import LATEST, MIGRATIONS
 from iolens.tomlconfig import load_toml
 
@@ -710,14 +711,7 @@ class DatasetStore:
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
         self.refresh(force=False)
-        try:
-            relation = self.con.sql(sql, params=list(params) or None)
-            if relation is None:
-                return pa.table({})
-            fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
-            return fetch()
-        except duckdb.Error as exc:
-            raise StoreError(f"{self.root}: {_first_line(exc)}") from exc
+        return arrow_query(self.con, sql, params, str(self.root))
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         m = _WRITE_RE.match(sql)
@@ -728,7 +722,7 @@ class DatasetStore:
         try:
             self.con.execute(sql, list(params))
         except duckdb.Error as exc:
-            raise StoreError(f"{self.root}: {_first_line(exc)}") from exc
+            raise StoreError(f"{self.root}: {first_line(exc)}") from exc
         if m:
             self._note(m.group(1))
         if self.journal is not None:
@@ -806,7 +800,3 @@ def replay(journal: list[tuple[Any, ...]], store: Any) -> None:
             store.unregister(entry[1])
     if stack:
         raise StoreError("journal ends inside a transaction")
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

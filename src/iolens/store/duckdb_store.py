@@ -46,10 +46,10 @@ class DuckDBStore:
         try:
             self.con = duckdb.connect(str(self.path), read_only=read_only and self.path.exists())
         except duckdb.IOException as exc:
-            raise StoreError(f"cannot open {self.path}: {_first_line(exc)}") from None
+            raise StoreError(f"cannot open {self.path}: {first_line(exc)}") from None
         except duckdb.Error as exc:
             raise StoreError(
-                f"{self.path} is not a usable DuckDB file: {_first_line(exc)}"
+                f"{self.path} is not a usable DuckDB file: {first_line(exc)}"
             ) from None
         self._migrate(read_only)
 
@@ -106,21 +106,13 @@ class DuckDBStore:
         return data.num_rows
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
-        try:
-            relation = self.con.sql(sql, params=list(params) or None)
-            if relation is None:
-                return pa.table({})
-            # DuckDB 2 renamed arrow() to to_arrow_table().
-            fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
-            return fetch()
-        except duckdb.Error as exc:
-            raise StoreError(f"{self.path}: {_first_line(exc)}") from exc
+        return arrow_query(self.con, sql, params, self.location)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         try:
             self.con.execute(sql, list(params))
         except duckdb.Error as exc:
-            raise StoreError(f"{self.path}: {_first_line(exc)}") from exc
+            raise StoreError(f"{self.path}: {first_line(exc)}") from exc
 
     def register(self, name: str, data: pa.Table) -> None:
         self.con.register(name, data)
@@ -154,5 +146,21 @@ class _Transaction:
         self.con.execute("ROLLBACK" if exc_type else "COMMIT")
 
 
-def _first_line(exc: BaseException) -> str:
+def arrow_query(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any], where: str
+) -> pa.Table:
+    """`sql`'s result as Arrow; StoreError naming `where` and DuckDB's first line."""
+    try:
+        relation = con.sql(sql, params=list(params) or None)
+        if relation is None:
+            return pa.table({})
+        # DuckDB 2 renamed arrow() to to_arrow_table().
+        fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
+        return fetch()
+    except duckdb.Error as exc:
+        raise StoreError(f"{where}: {first_line(exc)}") from exc
+
+
+def first_line(exc: BaseException) -> str:
+    """DuckDB's message without its context lines (or the error's type)."""
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
