@@ -165,6 +165,34 @@ def test_sacct_rows_merge_with_hook_rows(tmp_path):
     assert j["state"] == "COMPLETED"
 
 
+def test_a_half_written_sacct_record_does_not_replace_the_hooks_nodes(tmp_path):
+    """Seen on a real cluster right after a 2-node job ended: slurmdbd's allocation row still
+    had the name "allocation" and only the first node, with NNodes 2."""
+    db = tmp_path / "s.duckdb"
+    env = _clean_env(
+        SLURM_JOB_ID="11", SLURM_JOB_USER="ann", SLURM_JOB_NODELIST="c[1-2]",
+        SLURM_JOB_NAME="untraced", SLURM_NTASKS="2",
+    )  # fmt: skip
+    assert run_cli("hook", "slurm", "prolog", "--db", str(db), env=env).returncode == 0
+    head = "JobID|User|JobName|NodeList|NNodes|NTasks|NCPUS|Start|End|State\n"
+    half = tmp_path / "half.txt"
+    half.write_text(
+        head + "11|ann|allocation|c1|2||2|2026-11-23T17:24:02|2026-11-23T17:24:04|COMPLETED\n"
+        "11.batch||batch|c1|1|1|1|2026-11-23T17:24:02|2026-11-23T17:24:04|COMPLETED\n"
+        "11.0||mpiio_bench|c[1-2]|2|2|2|2026-11-23T17:24:03|2026-11-23T17:24:04|COMPLETED\n"
+    )
+    assert run_cli("import", "sacct", str(half), "--db", str(db), "--tz", "UTC").returncode == 0
+    j = _jobs(db)["11"]
+    assert (j["nodes"], j["app"], j["state"]) == (["c1", "c2"], "untraced", "COMPLETED")
+    assert j["end"] == datetime(2026, 11, 23, 17, 24, 4)  # the rest of the record counts
+    final = tmp_path / "final.txt"  # a later import brings the finished record
+    final.write_text(
+        head + "11|ann|untraced|c[1-2]|2||2|2026-11-23T17:24:02|2026-11-23T17:24:04|COMPLETED\n"
+    )
+    assert run_cli("import", "sacct", str(final), "--db", str(db), "--tz", "UTC").returncode == 0
+    assert _jobs(db)["11"]["nodes"] == ["c1", "c2"]
+
+
 def test_array_tasks_use_raw_ids_and_het_components_fold_into_their_leader():
     text = (
         "JobID|JobIDRaw|JobName|User|NodeList|NCPUS|NTasks|State|Start|End\n"

@@ -143,6 +143,12 @@ def _row(job: _Job, cols: _Columns, tz: tzinfo | None) -> dict[str, object]:
         nodes = []
         for r in rows:
             nodes += [n for n in r.nodes if n not in nodes]
+        # Right after a job ends, slurmdbd can still hold a half-written record (seen: job
+        # name "allocation", NodeList the first node, NNodes the real count): its name and
+        # node list are unknown then, so what the prolog/epilog said stands until a later
+        # import brings the final record.
+        if any(r.nnodes is not None and 0 < len(r.nodes) < r.nnodes for r in allocs):
+            nodes, app = None, None
     starts = [r.start for r in rows if r.start is not None]
     ends = [r.end for r in rows if r.end is not None]
     running = head is not None and head.end is None
