@@ -100,6 +100,10 @@ def test_user_logs_in_and_follows_a_job_to_its_finding_and_slow_ost(server, web_
     page.wait_for_url(f"{server}/jobs/{web_db.job}")
     page.wait_for_selector("div.chart canvas")
     _plots(page, canvases=2, svgs=3)  # client + layers; sizes, operations, OST heatmap
+    # the access-pattern surveyor: the files `iolens job --json` lists, on the page
+    api = page.request.get(f"{server}/api/jobs/{web_db.job}").json()
+    shown = page.locator("#access tbody tr td:first-child").all_inner_texts()
+    assert shown and shown == [f["path"] for f in api["access_pattern_files"][:10]]
     # zoom: drag across the first chart, its x range narrows
     over = page.locator("div.chart .u-over").first
     box = over.bounding_box()

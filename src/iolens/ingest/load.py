@@ -111,9 +111,17 @@ def _merge_known_jobs(store: Store, jobs: pa.Table) -> pa.Table:
 
 
 def _without_known(store: Store, jobs: pa.Table) -> pa.Table:
-    known = set(store.query("SELECT job_id FROM jobs").column("job_id").to_pylist())
-    keep = [job_id not in known for job_id in jobs.column("job_id").to_pylist()]
-    return jobs.filter(pa.array(keep, pa.bool_()))
+    """The rows of `jobs` whose id the store does not know yet (a join, not a scan of every
+    stored id: this runs for each trace batch)."""
+    store.register("_iolens_partial_jobs", jobs)
+    try:
+        new = store.query(
+            "SELECT * FROM _iolens_partial_jobs n "
+            "WHERE NOT EXISTS (SELECT 1 FROM jobs o WHERE o.job_id = n.job_id)"
+        )
+    finally:
+        store.unregister("_iolens_partial_jobs")
+    return new.select(jobs.column_names).cast(jobs.schema)
 
 
 def _delete_keys(store: Store, table: str, key: str, rows: pa.Table) -> None:

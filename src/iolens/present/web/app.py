@@ -160,21 +160,14 @@ def route_table(app: FastAPI) -> list[RouteInfo]:
 
 
 def _preload(env: Environment) -> None:
-    import importlib
-
+    """Import the job pages' analyses, set up matplotlib's fonts and compile the templates
+    (~1 s), so the first visitor does not pay for them; a failure shows on its page."""
     try:
-        for name in (
-            "iolens.analyze.report",
-            "iolens.analyze.catalog",
-            "iolens.present.html_report",
-            "iolens.analyze.jobs.crosslayer",
-            "iolens.store.darshan",
-        ):
-            importlib.import_module(name)
+        from iolens.analyze import catalog, report  # noqa: F401
         from iolens.present import html_report, plots
 
-        plots.bandwidth_timeline(0.0, np.zeros(2), np.ones(2))  # matplotlib's font set-up
-        html_report._env().get_template("report.html")  # compiled once, then cached
+        plots.bandwidth_timeline(0.0, np.zeros(2), np.ones(2))
+        html_report._env().get_template("report.html")
         for name in ("job.html", "jobs.html", "job_component.html"):
             env.get_template(name)
     except Exception:
@@ -211,8 +204,6 @@ def create_app(
     app.state.auth = auth
     web = Web(service, readers, PlotCache(), environment(), auth)
     app.state.web = web
-    # The job pages need the analyses and matplotlib (~1 s of imports): load them now, off
-    # the request path, so the first visitor does not wait for them.
     threading.Thread(target=_preload, args=(web.env,), name="iolens-preload", daemon=True).start()
 
     gate = [Depends(authorize)]

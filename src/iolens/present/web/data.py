@@ -101,10 +101,8 @@ def job_page(store: Store, job_id: str) -> dict[str, Any]:
     from iolens.present import html_report, views
     from iolens.store.darshan import load_jobs
 
-    full = report.build(store, job_id, with_series=True)  # what views.job builds, + series
-    job = full.to_dict()
-    order = {name: i for i, name in enumerate(views._LAYER_ORDER)}
-    job["layers"] = dict(sorted(job["layers"].items(), key=lambda kv: (order.get(kv[0], 9), kv[0])))
+    full = report.build(store, job_id, with_series=True)  # the series are for the plots
+    job = views.job(store, job_id, built=full)  # the object `iolens job ID --json` prints
     bands = [[epoch(p["start"]), epoch(p["end"]), bool(p.get("anomalous"))] for p in job["phases"]]
     timeline = None
     if full.series is not None and len(full.series.read):
