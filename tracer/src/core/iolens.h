@@ -292,6 +292,24 @@ static inline void iol_record(int op, int layer, uint32_t file, int64_t off, int
                              __ATOMIC_RELAXED);                                         \
     } while (0)
 
+/* Around the real call in a wrapper: PRE() takes the start time, POST() the end time and
+   errno, then raises the guard; RETURN(rc) lowers it and restores errno. The guard covers
+   only our bookkeeping, not the real call: a signal handler that does I/O while the real
+   call blocks is recorded like any other call. */
+#define PRE() uint64_t t0 = iol_now()
+
+#define POST()                                                                          \
+    uint64_t t1 = iol_now();                                                            \
+    int saved_errno = errno;                                                            \
+    iol_guard = 1
+
+#define RETURN(rc)                                                                      \
+    do {                                                                                \
+        iol_guard = 0;                                                                  \
+        errno = saved_errno;                                                            \
+        return rc;                                                                      \
+    } while (0)
+
 /* True when this call must pass straight through (tracer off, or we are re-entered). */
 static inline int iol_skip(void)
 {

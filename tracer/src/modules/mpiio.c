@@ -62,13 +62,6 @@ static IOL_TLS int mpiio_depth;
     int saved_errno = errno;                                                            \
     iol_guard = 1
 
-#define RETURN(rc)                                                                      \
-    do {                                                                                \
-        iol_guard = 0;                                                                  \
-        errno = saved_errno;                                                            \
-        return rc;                                                                      \
-    } while (0)
-
 /* ---- helpers from the MPI library, resolved on first use --------------------------- */
 
 static void *helper(const char *pmpi_name)

@@ -29,22 +29,6 @@ struct statx;
         return fail;                                                                    \
     }
 
-/* The guard covers only our bookkeeping, not the real call: a signal handler that does
-   I/O while the real call blocks is recorded like any other call. */
-#define PRE() uint64_t t0 = iol_now()
-
-#define POST()                                                                          \
-    uint64_t t1 = iol_now();                                                            \
-    int saved_errno = errno;                                                            \
-    iol_guard = 1
-
-#define RETURN(rc)                                                                      \
-    do {                                                                                \
-        iol_guard = 0;                                                                  \
-        errno = saved_errno;                                                            \
-        return rc;                                                                      \
-    } while (0)
-
 /* ---- helpers ----------------------------------------------------------------------- */
 
 /* A data op at `off` (or at the tracked position when off < 0, which it then advances). */

@@ -22,20 +22,6 @@
         errno = ENOSYS;                                                                 \
         return fail;                                                                    \
     }
-/* The guard covers only our bookkeeping, not the real call: a signal handler that does
-   I/O while the real call blocks is recorded like any other call. */
-#define PRE() uint64_t t0 = iol_now()
-#define POST()                                                                          \
-    uint64_t t1 = iol_now();                                                            \
-    int saved_errno = errno;                                                            \
-    iol_guard = 1
-#define RETURN(rc)                                                                      \
-    do {                                                                                \
-        iol_guard = 0;                                                                  \
-        errno = saved_errno;                                                            \
-        return rc;                                                                      \
-    } while (0)
-
 IOL_REAL(off_t, ftello, (FILE *));
 
 static inline int fd_of(FILE *fp) { return fp ? fp->_fileno : -1; }
