@@ -8,7 +8,11 @@ IolensError                 anything iolens reports to a person (one clear line,
 
 from __future__ import annotations
 
-__all__ = ["InputError", "IolensError", "NotFound", "StoreError"]
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["InputError", "IolensError", "NotFound", "StoreError", "reading"]
 
 
 class IolensError(Exception):
@@ -32,3 +36,16 @@ class StoreError(IolensError):
 
 class NotFound(IolensError):
     """A requested object does not exist in the store."""
+
+
+@contextlib.contextmanager
+def reading(path: Path, directory: str = "is a directory") -> Iterator[None]:
+    """OS errors while reading an input file, as InputError naming the file."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise InputError(str(path), "no such file") from None
+    except IsADirectoryError:
+        raise InputError(str(path), directory) from None
+    except OSError as exc:
+        raise InputError(str(path), exc.strerror or str(exc)) from None

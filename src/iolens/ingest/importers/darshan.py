@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from iolens.errors import InputError, IolensError
+from iolens.errors import InputError, IolensError, reading
 from iolens.ingest.darshan_reader import DXT_MODULES, Block, DarshanLog, dxt_frame, merged_dxt
 from iolens.model.darshan import DarshanJob
 from iolens.model.ids import file_id
@@ -170,16 +170,9 @@ def log_files(paths: Iterable[Path]) -> list[Path]:
 def content_key(path: Path) -> str:
     """The log's identity: a hash of its bytes (the same log under two names loads once)."""
     h = hashlib.blake2b(digest_size=16)
-    try:
-        with path.open("rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
-    except FileNotFoundError:
-        raise InputError(str(path), "no such file") from None
-    except IsADirectoryError:
-        raise InputError(str(path), "is a directory") from None
-    except OSError as exc:
-        raise InputError(str(path), exc.strerror or str(exc)) from None
+    with reading(path), path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
     return f"{SOURCE}:{h.hexdigest()}"
 
 

@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pyarrow as pa
 
-from iolens.errors import InputError
+from iolens.errors import InputError, reading
 from iolens.model.batch import Batch
 from iolens.model.schema import JOBS
 from iolens.parse.slurm import SacctRecord, parse_job_id, parse_sacct
@@ -231,12 +231,6 @@ def batch_of_file(
     delimiter: str = "|",
 ) -> tuple[Batch, int]:
     """Read saved sacct output; errors name the file (and line)."""
-    try:
+    with reading(path, directory="is a directory, not sacct output"):
         text = path.read_bytes().decode("utf-8", errors="replace")
-    except FileNotFoundError:
-        raise InputError(str(path), "no such file") from None
-    except IsADirectoryError:
-        raise InputError(str(path), "is a directory, not sacct output") from None
-    except OSError as exc:
-        raise InputError(str(path), exc.strerror or str(exc)) from None
     return batch_of_text(text, str(path), tz=tz, fields=fields, delimiter=delimiter)
