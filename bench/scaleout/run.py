@@ -378,11 +378,12 @@ def report(res: dict[str, Any], args: argparse.Namespace) -> None:
         print("\nAnalysis (all jobs, then components)\n")
         print(
             table(
-                ["run", "per-job tasks s", "jobs s", "components s", "total s"],
+                ["run", "per-job tasks s", "+ windows s", "jobs s", "components s", "total s"],
                 [
                     [
                         name,
                         f"{a['reports']:.1f}" if "reports" in a else "-",
+                        f"{a['windows']:.1f}" if "windows" in a else "-",
                         f"{a['jobs']:.1f}",
                         f"{a.get('components', 0):.1f}",
                         f"{a['total']:.1f}",

@@ -7,11 +7,16 @@ independent, and every piece runs the unchanged analysis code on a worker:
    only the hourly partitions its jobs ran in (`Snapshot.restrict`): their reports (the
    client-record scans) and, when every job is analysed, their interference bursts (each
    job's are cut from its own samples and records);
-2. **cross-job diagnosis** (interference, phases, history) and the findings rules: one task
-   running `analyze_jobs` with the reports and bursts of step 1, over the partitions of
-   the analysed jobs' span; it weighs every overlapping job at once, as the embedded run
-   does, so it is the part that does not spread over workers;
-3. **component detectors**: one task per detector, each over its window plus look-back.
+2. **interference**, when every job is analysed: the span of the bursts cut into windows of
+   time, each task reading only its window's component samples and getting only the bursts
+   overlapping it. Every quantity of the diagnosis is per second, so windows give their
+   calibration samples and culprit tallies separately; the samples are pooled between
+   rounds (limits, then the per-process rate, then the N-1 and metadata costs) and the
+   tallies merged (`iolens.analyze.jobs.interference`);
+3. **cross-job assembly**: one task running `analyze_jobs` with the reports, bursts and
+   merged tallies of steps 1-2: it keeps the pairs, then phases, history and the findings
+   rules, which need every job's results but no samples;
+4. **component detectors**: one task per detector, each over its window plus look-back.
 
 Workers open a `DatasetStore` pinned to the files their task needs and to the results
 head the client published, and journal their writes instead of publishing them; the
@@ -25,8 +30,8 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -35,7 +40,25 @@ import pyarrow.compute as pc
 from iolens.analyze.components import DETECTORS, Context, Detector, Episode, analyze_components
 from iolens.analyze.findings import Finding
 from iolens.analyze.jobs import interference, usage
-from iolens.analyze.jobs.usage import EVERYTHING, Burst
+from iolens.analyze.jobs.calibration import (
+    Calibration,
+    CostSamples,
+    cost_samples,
+    fit,
+    proc_rate,
+    rate_of,
+    rate_samples,
+)
+from iolens.analyze.jobs.usage import EVERYTHING, Burst, capacities
+from iolens.analyze.jobs.utilisation import (
+    LOOKAHEAD_S,
+    Limits,
+    Utilisation,
+    component_limits,
+    merge_limits,
+    metadata_server,
+    utilisation,
+)
 from iolens.analyze.pipeline import analyze_jobs
 from iolens.analyze.report import JobReport, build_many
 from iolens.errors import StoreError
@@ -44,6 +67,9 @@ from iolens.store.dataset import DatasetStore, Snapshot, replay
 #: Report tasks per worker (more tasks than workers evens out jobs of different sizes).
 TASKS_PER_WORKER = 4
 MAX_CHUNK_JOBS = 64
+#: Interference windows are at least this long (s): shorter ones repeat more of the work
+#: of the bursts that cross their edges.
+MIN_WINDOW_S = 300
 
 
 @dataclass
@@ -111,12 +137,13 @@ def jobs_task(
     snapshot: Snapshot,
     job_ids: list[str] | None,
     silenced: frozenset[str],
+    windows: Any,
     *chunks: Chunk,
 ) -> tuple[list[Finding], list[tuple[Any, ...]]]:
-    """Step 2: `analyze_jobs` with prebuilt reports (and bursts); its findings and its
-    write journal."""
+    """Step 3: `analyze_jobs` with prebuilt reports (and, over all jobs, their bursts and
+    the interference windows' calibration and tallies); its findings and write journal."""
     store = worker_store(snapshot)
-    token = None
+    tokens = []
     try:
         ids = job_ids
         if ids is None:
@@ -124,16 +151,136 @@ def jobs_task(
             ids = q.column("job_id").to_pylist()
         by_id = {r.job_id: r for chunk in chunks for r in chunk.reports}
         reports = [by_id[j] for j in ids if j in by_id]
-        if chunks and all(c.bursts is not None for c in chunks):
-            covered = {j for c in chunks for j in c.jobs}
+        if windows is not None:
             cut = {j: b for c in chunks for j, b in (c.bursts or {}).items()}
-            token = interference.PRECUT_BURSTS.set((covered, cut))
+            tokens.append((interference.PRECUT_BURSTS, interference.PRECUT_BURSTS.set(cut)))
+            tokens.append((interference.PRECOMPUTED, interference.PRECOMPUTED.set(windows)))
         found = analyze_jobs(store, job_ids, silenced, reports=reports)
         return found, store.journal or []
     finally:
-        if token is not None:
-            interference.PRECUT_BURSTS.reset(token)
+        for var, token in reversed(tokens):
+            var.reset(token)
         store.close()
+
+
+# -- step 2: interference, window by window -------------------------------------------------
+
+
+def _facts(chunk: Chunk) -> tuple[int | None, int | None, dict[str, str | None]]:
+    """The span of a chunk's bursts and its jobs' I/O modes (what the client plans with)."""
+    found = [b for bs in (chunk.bursts or {}).values() for b in bs]
+    modes = {r.job_id: r.io_mode for r in chunk.reports}
+    if not found:
+        return None, None, modes
+    return min(b.start for b in found), max(b.end for b in found), modes
+
+
+def _pick(chunk: Chunk, lo: int, hi: int, n1: frozenset[str]) -> list[Burst]:
+    """Copies of a chunk's bursts overlapping [lo, hi), N-1 marked."""
+    out = []
+    for job, found in (chunk.bursts or {}).items():
+        mine = [replace(b) for b in interference.overlapping(found, lo, hi)]
+        interference.mark_n1(mine, job in n1)
+        out += mine
+    return out
+
+
+def _window(lo: int, hi: int, *picks: list[Burst]) -> interference.TimeWindow:
+    return interference.TimeWindow(
+        lo, hi, interference.diagnosis_order(b for p in picks for b in p)
+    )
+
+
+def limits_task(snapshot: Snapshot, lo: int, hi: int) -> dict[str, Limits]:
+    store = worker_store(snapshot)
+    try:
+        return component_limits(store, lo, hi)
+    finally:
+        store.close()
+
+
+def load_task(snapshot: Snapshot, lo: int, hi: int, limits: dict[str, Limits]) -> Utilisation:
+    store = worker_store(snapshot)
+    try:
+        return utilisation(store, lo, hi, limits)
+    finally:
+        store.close()
+
+
+def _rates(w: interference.TimeWindow, u: Utilisation) -> Any:
+    return rate_samples(w.bursts, u)
+
+
+def _costs(
+    w: interference.TimeWindow, u: Utilisation, caps: dict[str, Any], proc_bw: float | None
+) -> CostSamples:
+    return cost_samples(w.bursts, u, caps, proc_bw)
+
+
+def _tallies(
+    w: interference.TimeWindow,
+    u: Utilisation,
+    cal: Calibration,
+    caps: dict[str, Any],
+    limits: dict[str, Limits],
+    mds_cap: float | None,
+) -> interference.Tallies:
+    shaped = [replace(b) for b in w.bursts]  # reshaped copies: the window's stay as cut
+    for b in shaped:
+        b.reshape(rate_of(b, cal))
+    return interference.window_tallies(shaped, u, cal, caps, metadata_server(limits), mds_cap)
+
+
+def _together(
+    cal: Calibration, parts: list[interference.Tallies]
+) -> tuple[Calibration, interference.Tallies]:
+    return cal, interference.merge_tallies(parts)
+
+
+def window_width(t0: int, t1: int, workers: int) -> int:
+    """Seconds per window: about TASKS_PER_WORKER windows per worker, at least MIN_WINDOW_S."""
+    return max(MIN_WINDOW_S, math.ceil((t1 - t0) / (TASKS_PER_WORKER * workers)))
+
+
+def _interference_windows(
+    client: Any, store: DatasetStore, snapshot: Snapshot, chunks: list[Any], workers: int
+) -> tuple[Any, int]:
+    """Submits step 2 (a future of (calibration, tallies)) and the number of windows.
+
+    Each window's task reads only the component samples of its seconds, and gets only the
+    bursts overlapping them; the limits, the rate and the cost fits are pooled between the
+    rounds (`iolens.analyze.jobs.calibration`), all as tasks: the client waits only for the
+    bursts' span.
+    """
+    facts = client.gather([client.submit(_facts, c, pure=False) for c in chunks])
+    spans = [(lo, hi) for lo, hi, _ in facts if lo is not None]
+    if not spans:
+        return None, 0
+    modes = {j: m for _, _, ms in facts for j, m in ms.items()}
+    n1 = frozenset(interference.n1_jobs(store, modes))
+    t0, t1 = min(lo for lo, _ in spans), max(hi for _, hi in spans)
+    caps = capacities(store)
+    mds_cap = interference.metadata_capacity(store)
+    edges = interference.window_edges(t0, t1, window_width(t0, t1, workers))
+
+    def submit(fn: Callable[..., Any], *args: Any) -> Any:
+        return client.submit(fn, *args, pure=False)
+
+    def utc(second: int) -> datetime:
+        return datetime.fromtimestamp(second, UTC).replace(tzinfo=None)
+
+    snaps = [snapshot.restrict(utc(lo), utc(hi + LOOKAHEAD_S), margin_h=0) for lo, hi in edges]
+    wins = [
+        submit(_window, lo, hi, *[submit(_pick, c, lo, hi, n1) for c in chunks]) for lo, hi in edges
+    ]
+    parts = list(zip(snaps, edges, strict=True))
+    limits = submit(merge_limits, [submit(limits_task, sn, lo, hi) for sn, (lo, hi) in parts])
+    loads = [submit(load_task, sn, lo, hi, limits) for sn, (lo, hi) in parts]
+    both = list(zip(wins, loads, strict=True))
+    proc_bw = submit(proc_rate, [submit(_rates, w, u) for w, u in both])
+    cal = submit(fit, proc_bw, [submit(_costs, w, u, caps, proc_bw) for w, u in both], caps)
+    tallies = [submit(_tallies, w, u, cal, caps, limits, mds_cap) for w, u in both]
+    return submit(_together, cal, tallies), len(edges)
 
 
 def detect_task(
@@ -258,17 +405,25 @@ def analyze_distributed(
         for fut in as_completed(futures):
             for rep in fut.result().reports:
                 on_job(rep.job_id)
+    windows = None
+    if everything:  # interference over all data: spread over windows of time
+        windows, run.tasks["windows"] = _interference_windows(
+            client, store, snapshot, futures, workers
+        )
+    run.seconds["reports"] = time.perf_counter() - t0
     lo, hi = _span(rows)
     jobs_future = client.submit(
         jobs_task,
         snapshot.restrict(lo, hi),
         None if everything else list(job_ids or []),
         silenced,
+        windows,
         *futures,
         pure=False,
     )
-    wait(futures)  # the parallel part ends here; the rest of "jobs" is the one task
-    run.seconds["reports"] = time.perf_counter() - t0
+    if windows is not None:
+        wait([windows])
+        run.seconds["windows"] = time.perf_counter() - t0
     found, journal = jobs_future.result()
     run.seconds["jobs"] = time.perf_counter() - t0
     t1 = time.perf_counter()

@@ -121,12 +121,7 @@ def diagnose_jobs(store: Store, reports: list[JobReport], everything: bool) -> N
         ends = [r.end.timestamp() for r in reports if r.end]
         span = Span(min(starts), max(ends) + 1) if starts and ends else EVERYTHING
         span = _with_overlapping(store, span)
-    n1 = set(
-        store.query("SELECT job_id FROM job_summaries WHERE io_mode = 'N-1'")
-        .column("job_id")
-        .to_pylist()
-    )
-    n1 = (n1 - {r.job_id for r in reports}) | {r.job_id for r in reports if r.io_mode == "N-1"}
+    n1 = interference.n1_jobs(store, {r.job_id: r.io_mode for r in reports})
     diag = interference.diagnose(store, span, n1)
     interference.store_diagnosis(store, diag, [r.job_id for r in reports], span)
 

@@ -25,8 +25,8 @@ same samples where possible.
 from __future__ import annotations
 
 import json
-from bisect import bisect_left
 from collections import defaultdict
+from collections.abc import Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,8 +34,17 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from iolens.analyze.jobs.calibration import (
+    Calibration,
+    ask_of,
+    cost_samples,
+    cut,
+    fit,
+    proc_rate,
+    rate_of,
+    rate_samples,
+)
 from iolens.analyze.jobs.usage import (
     EVERYTHING,
     Burst,
@@ -46,6 +55,12 @@ from iolens.analyze.jobs.usage import (
     capacities,
 )
 from iolens.analyze.jobs.usage import job_rows as usage_rows
+from iolens.analyze.jobs.utilisation import (
+    Utilisation,
+    component_limits,
+    metadata_server,
+    utilisation,
+)
 from iolens.model.schema import ANOMALIES, INTERFERENCE
 from iolens.store.base import Store
 
@@ -53,196 +68,12 @@ MIN_DELAY_S = 10.0  # a culprit must cost the victim at least this much I/O time
 MIN_SHARE = 0.25  # ... and at least this share of the victim's I/O time
 MIN_SLOWDOWN = 0.05  # seconds slowed by less than this are noise
 MINOR_COMPONENT = 0.05  # a kept pair's components carrying less of its delay are not listed
-SATURATED = 0.95  # utilisation above which a component is taken as the limit
-# Fallbacks when the samples cannot fit them: N-1 requests hold a forwarder thread ~6x
-# longer (they wait on a shared file at the backend) and cost an OST 3x (writes) or 1.5x
-# (reads) in extent-lock traffic; a metadata op costs a forwarder 1/2.5 of a data request.
-DEFAULT_N1_FWD = 6.0
-DEFAULT_N1_OST = {"write": 3.0, "read": 1.5}
-DEFAULT_MD_PER_OP = 0.4
 # An N-1 job is a forwarder-wide anomaly (`n1_interference`) when it spans at least this
 # share of the compute nodes behind the forwarder: it then floods the thread pool
 # (Beacon: "particularly when N is large").
 N1_EPISODE_NODE_SHARE = 0.5
-MIN_RATE_SAMPLES = 10  # unthrottled seconds needed to trust a per-process peak rate
 SMALL_REQUEST = 64 * 1024  # below this a burst is IOPS-bound ("high_iops")
 DETECTOR = "interference"
-
-
-@dataclass
-class Utilisation:
-    """Per component, per second from `t0`: offered load / capacity, and the capacity factor."""
-
-    t0: int
-    n: int
-    rho: dict[str, np.ndarray]
-    capacity: dict[str, np.ndarray]
-    kind: dict[str, str]
-
-    def of(self, component: str) -> np.ndarray:
-        return self.rho.get(component, np.zeros(self.n))
-
-    def cap(self, component: str) -> np.ndarray:
-        return self.capacity.get(component, np.ones(self.n))
-
-
-def utilisation(store: Store, t0: int, n: int) -> Utilisation:
-    """Offered load from the component totals.
-
-    Agents report active threads (threads x min(1, load)) and the queue, which grows by the
-    thread count per unit of overload, so load = active/threads below saturation and
-    1 + queue/threads above it. The service time rises as capacity falls (a degraded
-    component), so capacity = best service time / current service time.
-    """
-    rows = store.query(
-        "SELECT kind, component_id, CAST(floor(epoch(ts) - interval_s) AS BIGINT) AS sec, "
-        "coalesce(queue_len, 0) AS q, coalesce(active_threads, 0) AS a, service_us AS s "
-        "FROM server_samples WHERE job_id IS NULL "
-        "AND kind IN ('forwarder', 'ost', 'mds', 'mdt') "
-        "AND epoch(ts) > ? AND epoch(ts) <= ? ORDER BY component_id, sec",
-        [t0, t0 + n + 1],
-    )
-    comp = rows.column("component_id").to_numpy(zero_copy_only=False)
-    kinds = rows.column("kind").to_numpy(zero_copy_only=False)
-    sec = rows.column("sec").to_numpy()
-    q = rows.column("q").to_numpy()
-    a = rows.column("a").to_numpy()
-    s = rows.column("s").to_numpy(zero_copy_only=False).astype(float)
-    out = Utilisation(t0, n, {}, {}, {})
-    if len(comp) == 0:
-        return out
-    cut = np.nonzero(comp[1:] != comp[:-1])[0] + 1
-    for i, j in zip(np.r_[0, cut], np.r_[cut, len(comp)], strict=True):
-        name = str(comp[i])
-        threads = max(1.0, float(a[i:j].max()))
-        rho = np.where(a[i:j] < threads * (1 - 1e-9), a[i:j] / threads, 1 + q[i:j] / threads)
-        svc = np.where(np.isfinite(s[i:j]) & (s[i:j] > 0), s[i:j], np.nan)
-        best = np.nanmin(svc) if np.isfinite(svc).any() else 1.0
-        idx = sec[i:j] - t0
-        ok = (idx >= 0) & (idx < n)
-        out.rho[name] = np.zeros(n)
-        out.rho[name][idx[ok]] = rho[ok]
-        out.capacity[name] = np.ones(n)
-        out.capacity[name][idx[ok]] = np.nan_to_num(best / svc[ok], nan=1.0)
-        out.kind[name] = str(kinds[i])
-    return out
-
-
-@dataclass
-class Calibration:
-    """Costs the samples reveal only indirectly, fitted on saturated / idle seconds."""
-
-    n1_fwd: float = DEFAULT_N1_FWD
-    n1_ost: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_N1_OST))
-    md_per_op: dict[str, float] = field(default_factory=dict)  # forwarder s per metadata op
-    proc_bw: float | None = None  # bytes/s one process drives when nothing limits it
-
-
-def _median(values: list[np.ndarray], minimum: int = 10) -> float | None:
-    v = np.concatenate(values) if values else np.zeros(0)
-    v = v[np.isfinite(v)]
-    return float(np.median(v)) if len(v) >= minimum else None
-
-
-def _free(b: Burst, u: Utilisation) -> np.ndarray:
-    """Seconds in which nothing the burst used was saturated."""
-    sl = slice(b.start - u.t0, b.end - u.t0)
-    ok = np.ones(b.duration, bool)
-    for c in (*b.fwd_work, *b.ost_work):
-        ok &= u.of(c)[sl] < SATURATED
-    return ok
-
-
-def _mds(u: Utilisation) -> str | None:
-    return next((c for c, k in u.kind.items() if k in ("mds", "mdt")), None)
-
-
-def calibrate(found: list[Burst], u: Utilisation, caps: dict[str, Capacity]) -> Calibration:
-    """Fit per-process peak rates and the N-1 and metadata costs from the samples.
-
-    * per-process bandwidth: data bursts progressing below their remaining work in seconds
-      when nothing they use is saturated are limited by their processes; the top of that
-      distribution is what one process drives;
-    * forwarder cost of a metadata op: the load of idle-ish forwarders not explained by data;
-    * N-1 inflation: on forwarders (OSTs) saturated mostly by N-1 demand, the offered load
-      not explained by the other jobs' demand, per unit of N-1 demand at nominal cost.
-    """
-    cal = Calibration()
-    bw = [
-        b.done[ok] * b.request_size / b.nprocs
-        for b in found
-        if b.kind != "meta"
-        for ok in [_free(b, u) & (b.done < 0.9 * b.remaining)]
-    ]
-    v = np.concatenate(bw) if bw else np.zeros(0)
-    if len(v) >= MIN_RATE_SAMPLES:
-        cal.proc_bw = float(np.percentile(v, 99))
-    # Demands per component and second, split by N-1 or not.
-    n = u.n
-    plain: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(n))
-    n1: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(n))
-    used: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(n))  # non-N-1, served
-    md: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(n))
-    for b in found:
-        sl = slice(b.start - u.t0, b.end - u.t0)
-        ask = ask_of(b, cal)
-        for f, (nb, no) in b.fwd_work.items():
-            if f not in caps or no <= 0:
-                continue
-            unit = caps[f].cost(nb, no) / b.units
-            (n1 if b.n1 else plain)[f][sl] += ask * unit
-            if not b.n1:
-                used[f][sl] += b.done * unit
-            if b.kind == "meta":
-                md[f][sl] += b.done * b.md_ops / b.units * (no / b.units)
-        for o, (nb, no) in b.ost_work.items():
-            if o in caps and b.n1:
-                n1[f"{o}:{b.kind}"][sl] += ask * caps[o].cost(nb, no) / b.units
-            elif o in caps:
-                plain[o][sl] += ask * caps[o].cost(nb, no) / b.units
-    fwd_fit, md_fit = [], []
-    ost_fit: dict[str, list[np.ndarray]] = {"read": [], "write": []}
-    for c, rho in u.rho.items():
-        cap = u.cap(c)
-        total = rho * cap
-        if u.kind[c] == "forwarder":
-            idle = (rho > 0.05) & (rho < 0.9) & (cap > 0.99) & (md[c] > 100) & (n1[c] == 0)
-            md_fit.append((total[idle] - used[c][idle]) / md[c][idle])
-            sat = (rho > 1.2) & (rho < 250) & (cap > 0.99) & (md[c] == 0)
-            sat &= n1[c] > 0.3 * (n1[c] + plain[c])
-            fwd_fit.append((total[sat] - plain[c][sat]) / n1[c][sat])
-        elif u.kind[c] == "ost":
-            for kind in ("read", "write"):
-                other = n1.get(f"{c}:{'write' if kind == 'read' else 'read'}", np.zeros(n))
-                mine = n1.get(f"{c}:{kind}", np.zeros(n))
-                sat = (rho > 1.2) & (rho < 250) & (cap > 0.99) & (other == 0)
-                sat &= mine > 0.5 * (mine + plain[c])
-                ost_fit[kind].append((total[sat] - plain[c][sat]) / mine[sat])
-    # An N-1 request never costs less than a plain one: a fit below 1 means the samples
-    # showed no N-1 penalty (a server without extent locks), not a discount.
-    cal.n1_fwd = max(1.0, _median(fwd_fit) or DEFAULT_N1_FWD)
-    for kind in ("read", "write"):
-        cal.n1_ost[kind] = max(1.0, _median(ost_fit[kind]) or DEFAULT_N1_OST[kind])
-    md_cost = _median(md_fit, minimum=20)
-    for f, cap in caps.items():
-        if md_cost is not None and md_cost > 0:
-            cal.md_per_op[f] = md_cost
-        else:
-            cal.md_per_op[f] = DEFAULT_MD_PER_OP / cap.ops
-    return cal
-
-
-def rate_of(b: Burst, cal: Calibration) -> float:
-    """Units/s the burst's processes could drive if nothing else limited them."""
-    if b.kind != "meta" and cal.proc_bw and b.request_size > 0:
-        return cal.proc_bw * b.nprocs / b.request_size
-    return float("inf")
-
-
-def ask_of(b: Burst, cal: Calibration) -> np.ndarray:
-    """Units the burst asks for each second: its remaining work, capped by what its
-    processes can drive."""
-    return np.minimum(b.remaining, rate_of(b, cal))
 
 
 def water_fill(
@@ -263,9 +94,7 @@ def water_fill(
     s, d, w, r = sec[order], demand[order], weight[order], ratio[order]
     starts = np.r_[0, np.nonzero(np.diff(s))[0] + 1]
     group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, n]))
-    cd, cw = np.cumsum(d), np.cumsum(w)
-    d_before = cd - d - np.r_[0, cd][starts][group]
-    w_from = np.add.reduceat(w, starts)[group] - (cw - w - np.r_[0, cw][starts][group])
+    d_before, w_from = _within_seconds(d, w, starts, group)
     level = (capacity[s] - d_before) / np.maximum(w_from, 1e-300)
     pos = np.arange(n)
     first = np.minimum.reduceat(np.where(r > level, pos, n), starts)[group]
@@ -274,6 +103,26 @@ def water_fill(
     out = np.empty(n)
     out[order] = alloc
     return out
+
+
+def _within_seconds(
+    d: np.ndarray, w: np.ndarray, starts: np.ndarray, group: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per entry: the demand of the entries before it in its second, and the weight of it
+    and those after it. Summed rank by rank within each second (not as a running sum over
+    all seconds), so the figures of a second do not depend on the other seconds passed in
+    with it: a window gives the same allocations as the whole span."""
+    n = len(d)
+    sizes = np.diff(np.r_[starts, n])
+    d_before, w_before = np.empty(n), np.empty(n)
+    acc_d, acc_w = np.zeros(len(starts)), np.zeros(len(starts))
+    for k in range(int(sizes.max())):
+        live = sizes > k
+        i = starts[live] + k
+        d_before[i], w_before[i] = acc_d[live], acc_w[live]
+        acc_d[live] += d[i]
+        acc_w[live] += w[i]
+    return d_before, acc_w[group] - w_before
 
 
 def feature(b: Burst) -> str:
@@ -314,7 +163,8 @@ class Diagnosis:
 
 @dataclass
 class _Loads:
-    """Per burst: what it asks, its forwarder allocations and demands, its OST loads."""
+    """Per burst, over a window: what it asks, its forwarder allocations and demands, its
+    OST loads."""
 
     ask: np.ndarray
     asked: np.ndarray  # after an overloaded MDS scaled it (metadata bursts)
@@ -324,57 +174,87 @@ class _Loads:
     md: np.ndarray | None = None
 
 
-def _n1_jobs(store: Store, span: Span) -> set[str]:
-    return set(
-        store.query("SELECT job_id FROM job_summaries WHERE io_mode = 'N-1'")
-        .column("job_id")
-        .to_pylist()
-    )
+@dataclass
+class Tally:
+    """What one culprit cost one victim through one component, summed over seconds."""
+
+    delay: float = 0.0
+    start: int = 2**62
+    end: int = -(2**62)
+    seconds: int = 0
+    share: float = 0.0  # summed over the seconds held back
+    features: dict[str, float] = field(default_factory=dict)  # delay by culprit trait
+
+    def merge(self, other: Tally) -> None:
+        self.delay += other.delay
+        self.start = min(self.start, other.start)
+        self.end = max(self.end, other.end)
+        self.seconds += other.seconds
+        self.share += other.share
+        for k, v in other.features.items():
+            self.features[k] = self.features.get(k, 0.0) + v
 
 
-#: Bursts of some jobs cut elsewhere: (jobs covered, their bursts by job). The distributed
-#: analysis (`iolens.analyze.distributed`) cuts each job's bursts in parallel, next to its
-#: report; `diagnose` then cuts only the jobs not covered. `n1` is set here.
-PRECUT_BURSTS: ContextVar[tuple[set[str], dict[str, list[Burst]]] | None] = ContextVar(
-    "iolens_precut_bursts", default=None
+Tallies = dict[tuple[str, str, str], Tally]  # (victim, culprit, component) -> tally
+
+
+@dataclass
+class TimeWindow:
+    """The seconds [lo, hi) and the bursts overlapping them, in diagnosis order."""
+
+    lo: int
+    hi: int
+    bursts: list[Burst]
+
+
+def diagnosis_order(bursts: Iterable[Burst]) -> list[Burst]:
+    """Start order, ties by job and burst: the same order however the bursts arrive."""
+    return sorted(bursts, key=lambda b: (b.start, b.job_id, b.index))
+
+
+def window_edges(t0: int, t1: int, width: int) -> list[tuple[int, int]]:
+    """[t0, t1) cut at multiples of `width` seconds."""
+    cuts = list(range((t0 // width + 1) * width, t1, width))
+    return list(zip([t0, *cuts], [*cuts, t1], strict=True))
+
+
+def overlapping(bursts: Iterable[Burst], lo: int, hi: int) -> list[Burst]:
+    return [b for b in bursts if b.start < hi and b.end > lo]
+
+
+#: The calibration and tallies of a span computed elsewhere, window by window (the
+#: distributed analysis, `iolens.analyze.distributed`); `diagnose` then only assembles.
+PRECOMPUTED: ContextVar[tuple[Calibration, Tallies] | None] = ContextVar(
+    "iolens_precomputed_windows", default=None
 )
 
 
-def _bursts(store: Store, span: Span, n1_jobs: set[str]) -> dict[str, list[Burst]]:
-    rows = usage_rows(store, span)
-    pre = PRECUT_BURSTS.get()
-    if pre is None:
-        return bursts(rows, burst_windows(store, span), n1_jobs)
-    covered, cut = pre
-    ids = pa.array(sorted(covered), pa.string())
-    rest = rows.filter(pc.invert(pc.is_in(rows.column("job_id"), value_set=ids)))
-    out = bursts(rest, burst_windows(store, span), n1_jobs) if rest.num_rows else {}
-    for job, found in cut.items():
-        for b in found:
-            b.n1 = job in n1_jobs and b.kind != "meta"
-        out[job] = found
-    return dict(sorted(out.items()))  # job order, as cut from the rows above
+def merge_tallies(parts: Iterable[Tallies]) -> Tallies:
+    out: Tallies = {}
+    for part in parts:
+        for key, t in part.items():
+            if key in out:
+                out[key].merge(t)
+            else:
+                out[key] = t
+    return out
 
 
-def diagnose(
-    store: Store,
-    span: Span = EVERYTHING,
-    n1_jobs: set[str] | None = None,
-) -> Diagnosis:
-    """Culprits of every job with I/O in `span` (all data by default)."""
-    caps = capacities(store)
-    n1_jobs = _n1_jobs(store, span) if n1_jobs is None else n1_jobs
-    by_job = _bursts(store, span, n1_jobs)
-    found = sorted((b for bs in by_job.values() for b in bs), key=lambda b: b.start)
-    if not found:
-        return Diagnosis([], {}, {}, by_job, Calibration(), [])
-    t0 = found[0].start
-    n = max(b.end for b in found) - t0 + 1
-    u = utilisation(store, t0, n)
-    cal = calibrate(found, u, caps)
-    for b in found:
-        b.reshape(rate_of(b, cal))
-    mds = _mds(u)
+def window_tallies(
+    found: list[Burst],
+    u: Utilisation,
+    cal: Calibration,
+    caps: dict[str, Capacity],
+    mds: str | None,
+    mds_cap: float | None,
+) -> Tallies:
+    """Every victim's slowdown in the window's seconds, split between the culprits.
+
+    `found` are the bursts overlapping the window, in diagnosis order, reshaped with the
+    calibration. Every quantity is per second, so a span's tallies are the merged tallies
+    of its windows.
+    """
+    t0, n = u.t0, u.n
     rho_mds = u.of(mds) if mds else np.zeros(n)
     mds_factor = np.minimum(1.0, 1.0 / np.maximum(rho_mds, 1e-9))
 
@@ -384,10 +264,12 @@ def diagnose(
     md_forwarder: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(n))
     ost_total: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(n))
     md_pre, md_post = np.zeros(n), np.zeros(n)
+    spans = []
     for i, b in enumerate(found):
-        sl = slice(b.start - t0, b.end - t0)
-        ask = ask_of(b, cal)
-        asked = ask * mds_factor[sl] if b.kind == "meta" else ask
+        bs, ws = cut(b, u)
+        spans.append((bs, ws))
+        ask = ask_of(b, cal)[bs]
+        asked = ask * mds_factor[ws] if b.kind == "meta" else ask
         ld = _Loads(ask, asked)
         for f, (nb, no) in b.fwd_work.items():
             if f not in caps or no <= 0:
@@ -395,21 +277,18 @@ def diagnose(
             unit = caps[f].cost(nb, no) / no * (cal.n1_fwd if b.n1 else 1.0)
             entries[f].append((i, asked * unit * no / b.units, b.procs.get(f, 1) * unit))
             if b.kind == "meta":
-                md_forwarder[f][sl] += asked * b.md_ops / b.units * no / b.units
+                md_forwarder[f][ws] += asked * b.md_ops / b.units * no / b.units
         for o, (nb, no) in b.ost_work.items():
             if o not in caps:
                 continue
             pen = cal.n1_ost.get(b.kind, 1.0) if b.n1 else 1.0
             ld.ost[o] = ask * caps[o].cost(nb, no) / b.units * pen
-            ost_total[o][sl] += ld.ost[o]
+            ost_total[o][ws] += ld.ost[o]
         if b.kind == "meta":
             ld.md = asked * b.md_ops / b.units
-            md_pre[sl] += ask * b.md_ops / b.units
-            md_post[sl] += ld.md
+            md_pre[ws] += ask * b.md_ops / b.units
+            md_post[ws] += ld.md
         loads.append(ld)
-    mds_cap = store.query(
-        "SELECT max(peak_ops) AS c FROM components WHERE kind IN ('mds', 'mdt')"
-    ).to_pylist()[0]["c"]
     # The MDS's other load (login-node storms) = offered load not explained by the jobs.
     md_total = md_post + np.maximum(0.0, rho_mds * (mds_cap or 0.0) - md_pre)
 
@@ -417,7 +296,7 @@ def diagnose(
     # served first, leaves) by outstanding requests x service time.
     fwd_total: dict[str, np.ndarray] = {}
     for f, ents in entries.items():
-        sec = np.concatenate([np.arange(found[i].start, found[i].end) - t0 for i, _, _ in ents])
+        sec = np.concatenate([np.arange(spans[i][1].start, spans[i][1].stop) for i, _, _ in ents])
         dem = np.concatenate([d for _, d, _ in ents])
         wgt = np.concatenate([np.full(len(d), w) for _, d, w in ents])
         cap = u.cap(f)
@@ -430,14 +309,13 @@ def diagnose(
             loads[i].demand[f] = d
             k += len(d)
 
-    starts = [b.start for b in found]
-    contrib: dict[tuple[str, str, str], list[Any]] = {}
-    io_seconds: dict[str, float] = defaultdict(float)
+    out: Tallies = {}
     for vi, v in enumerate(found):
-        io_seconds[v.job_id] += v.duration
         lv = loads[vi]
-        sl = slice(v.start - t0, v.end - t0)
-        lost = 1.0 - np.minimum(1.0, v.done / np.maximum(lv.ask, 1e-9))
+        vs, ws = spans[vi]
+        v0, v1 = ws.start + t0, ws.stop + t0  # the victim's seconds in this window
+        dur = v1 - v0
+        lost = 1.0 - np.minimum(1.0, v.done[vs] / np.maximum(lv.ask, 1e-9))
         lost = np.where(lost >= MIN_SLOWDOWN, lost, 0.0)
         if not lost.any():
             continue
@@ -447,42 +325,50 @@ def diagnose(
         f_ratio = (
             np.stack([np.minimum(1, lv.alloc[f] / np.maximum(lv.demand[f], 1e-300)) for f in fwds])
             if fwds
-            else np.ones((1, v.duration))
+            else np.ones((1, dur))
         )
         f_fwd = f_ratio.min(0)
         osts = list(lv.ost)
         if osts:
-            o_rho = np.stack([u.of(o)[sl] for o in osts])
+            o_rho = np.stack([u.of(o)[ws] for o in osts])
             f_ost, o_idx = 1.0 / np.maximum(1.0, o_rho.max(0)), o_rho.argmax(0)
         else:
-            f_ost, o_idx = np.ones(v.duration), np.zeros(v.duration, int)
-        f_mds = mds_factor[sl] if v.kind == "meta" else np.ones(v.duration)
+            f_ost, o_idx = np.ones(dur), np.zeros(dur, int)
+        f_mds = mds_factor[ws] if v.kind == "meta" else np.ones(dur)
         at_ost = f_ost < f_fwd
         at_mds = (f_mds < np.minimum(f_fwd, f_ost)) & ~at_ost
         at_fwd = ~at_ost & ~at_mds
         f_idx = f_ratio.argmin(0)
-        hi = bisect_left(starts, v.end)
-        for ci in range(hi):
-            c = found[ci]
-            if c.job_id == v.job_id or c.end <= v.start:
+        # Only the components that held the victim back in a second it lost can carry a
+        # culprit's delay: the culprit loop looks at those alone (most of a wide job's
+        # forwarders and OSTs never limit it).
+        live = lost > 0
+        fwd_held = [(fwds[k], at_fwd & (f_idx == k)) for k in np.unique(f_idx[at_fwd & live])]
+        ost_held = [(osts[k], at_ost & (o_idx == k)) for k in np.unique(o_idx[at_ost & live])]
+        mds_held = mds is not None and v.kind == "meta" and bool((at_mds & live).any())
+        if not (fwd_held or ost_held or mds_held):
+            continue
+        for ci, c in enumerate(found):
+            if c.start >= v1:
+                break  # diagnosis order: no later burst overlaps
+            c0, c1 = spans[ci][1].start + t0, spans[ci][1].stop + t0
+            if c.job_id == v.job_id or c1 <= v0:
                 continue
             lc = loads[ci]
-            lo_t, hi_t = max(v.start, c.start), min(v.end, c.end)
-            iv = slice(lo_t - v.start, hi_t - v.start)
-            ic = slice(lo_t - c.start, hi_t - c.start)
+            lo_t, hi_t = max(v0, c0), min(v1, c1)
+            iv = slice(lo_t - v0, hi_t - v0)
+            ic = slice(lo_t - c0, hi_t - c0)
             it = slice(lo_t - t0, hi_t - t0)
             parts: list[tuple[str, np.ndarray]] = []
-            for k, f in enumerate(fwds):
+            for f, held in fwd_held:
                 if f in lc.alloc:
-                    mask = at_fwd[iv] & (f_idx[iv] == k)
                     share = lc.alloc[f][ic] / np.maximum(fwd_total[f][it], 1e-12)
-                    parts.append((f, np.where(mask, share, 0.0)))
-            for k, o in enumerate(osts):
+                    parts.append((f, np.where(held[iv], share, 0.0)))
+            for o, held in ost_held:
                 if o in lc.ost:
-                    mask = at_ost[iv] & (o_idx[iv] == k)
                     share = lc.ost[o][ic] / np.maximum(ost_total[o][it], 1e-12)
-                    parts.append((o, np.where(mask, share, 0.0)))
-            if mds and v.kind == "meta" and lc.md is not None:
+                    parts.append((o, np.where(held[iv], share, 0.0)))
+            if mds and mds_held and lc.md is not None:
                 share = lc.md[ic] / np.maximum(md_total[it], 1e-12)
                 parts.append((mds, np.where(at_mds[iv], share, 0.0)))
             for comp, share in parts:
@@ -490,34 +376,115 @@ def diagnose(
                 total = float(delay.sum())
                 if total <= 0:
                     continue
-                key = (v.job_id, c.job_id, comp)
                 hit = np.nonzero(delay > 0)[0]
-                entry = contrib.setdefault(key, [0.0, 2**62, -(2**62), 0, 0.0, defaultdict(float)])
-                entry[0] += total
-                entry[1] = min(entry[1], lo_t + int(hit[0]))
-                entry[2] = max(entry[2], lo_t + int(hit[-1]) + 1)
-                entry[3] += len(hit)
-                entry[4] += float(share[hit].sum())
-                entry[5][feature(c)] += total
+                t = out.setdefault((v.job_id, c.job_id, comp), Tally())
+                t.merge(
+                    Tally(
+                        total,
+                        lo_t + int(hit[0]),
+                        lo_t + int(hit[-1]) + 1,
+                        len(hit),
+                        float(share[hit].sum()),
+                        {feature(c): total},
+                    )
+                )
+    return out
 
+
+def n1_jobs(store: Store, modes: dict[str, str | None] | None = None) -> set[str]:
+    """The N-1 jobs: as analysed before, overridden by the modes of the jobs analysed now."""
+    stored = set(
+        store.query("SELECT job_id FROM job_summaries WHERE io_mode = 'N-1'")
+        .column("job_id")
+        .to_pylist()
+    )
+    modes = modes or {}
+    return (stored - set(modes)) | {j for j, m in modes.items() if m == "N-1"}
+
+
+#: Every job's bursts, cut elsewhere: the distributed analysis (`iolens.analyze.distributed`)
+#: cuts each job's next to its report, in parallel, for a diagnosis over all data. Every
+#: job with client records has a job row (trace batches carry one), so no job with bursts
+#: is missing from them. `n1` is set here.
+PRECUT_BURSTS: ContextVar[dict[str, list[Burst]] | None] = ContextVar(
+    "iolens_precut_bursts", default=None
+)
+
+
+def _bursts(store: Store, span: Span, n1: set[str]) -> dict[str, list[Burst]]:
+    precut = PRECUT_BURSTS.get()
+    if precut is None:
+        return bursts(usage_rows(store, span), burst_windows(store, span), n1)
+    for job, found in precut.items():
+        mark_n1(found, job in n1)
+    return dict(sorted(precut.items()))  # job order, as cut from the rows
+
+
+def mark_n1(found: list[Burst], n1: bool) -> None:
+    for b in found:
+        b.n1 = n1 and b.kind != "meta"
+
+
+def metadata_capacity(store: Store) -> float | None:
+    return store.query(
+        "SELECT max(peak_ops) AS c FROM components WHERE kind IN ('mds', 'mdt')"
+    ).to_pylist()[0]["c"]
+
+
+def tally_span(
+    store: Store, found: list[Burst], caps: dict[str, Capacity]
+) -> tuple[Calibration, Tallies]:
+    """The calibration and tallies over the bursts' span as one window."""
+    lo, hi = found[0].start, max(b.end for b in found)
+    limits = component_limits(store, lo, hi)
+    u = utilisation(store, lo, hi, limits)
+    proc_bw = proc_rate([rate_samples(found, u)])
+    cal = fit(proc_bw, [cost_samples(found, u, caps, proc_bw)], caps)
+    for b in found:
+        b.reshape(rate_of(b, cal))
+    tallies = window_tallies(found, u, cal, caps, metadata_server(limits), metadata_capacity(store))
+    return cal, tallies
+
+
+def diagnose(
+    store: Store,
+    span: Span = EVERYTHING,
+    n1: set[str] | None = None,
+) -> Diagnosis:
+    """Culprits of every job with I/O in `span` (all data by default)."""
+    caps = capacities(store)
+    by_job = _bursts(store, span, n1_jobs(store) if n1 is None else n1)
+    found = diagnosis_order(b for bs in by_job.values() for b in bs)
+    if not found:
+        return Diagnosis([], {}, {}, by_job, Calibration(), [])
+    pre = PRECOMPUTED.get()
+    if pre is None:
+        cal, tallies = tally_span(store, found, caps)
+    else:
+        cal, tallies = pre
+        for b in found:
+            b.reshape(rate_of(b, cal))
+    io_seconds: dict[str, float] = defaultdict(float)
+    for b in found:
+        io_seconds[b.job_id] += b.duration
     delays: dict[tuple[str, str], float] = defaultdict(float)
-    for (victim, culprit, _comp), e in contrib.items():
-        delays[(victim, culprit)] += e[0]
+    for (victim, culprit, _comp), t in tallies.items():
+        delays[(victim, culprit)] += t.delay
     kept = {k for k, d in delays.items() if d >= max(MIN_DELAY_S, MIN_SHARE * io_seconds[k[0]])}
     pairs = [
         Contribution(
             victim,
             culprit,
             comp,
-            max(e[5], key=e[5].get),
-            e[1],
-            e[2],
-            e[0],
-            e[3],
-            e[4] / max(1, e[3]),
+            max(t.features, key=t.features.__getitem__),
+            t.start,
+            t.end,
+            t.delay,
+            t.seconds,
+            t.share / max(1, t.seconds),
         )
-        for (victim, culprit, comp), e in contrib.items()
-        if (victim, culprit) in kept and e[0] >= MINOR_COMPONENT * delays[(victim, culprit)]
+        for (victim, culprit, comp), t in tallies.items()
+        if (victim, culprit) in kept and t.delay >= MINOR_COMPONENT * delays[(victim, culprit)]
     ]
     diag = Diagnosis(pairs, dict(io_seconds), dict(delays), by_job, cal, [])
     diag.episodes = n1_episodes(store, diag)
