@@ -293,10 +293,12 @@ def bursts(
             sel_f = fw & inside
             work: dict[str, dict[str, tuple[float, float]]] = {}
             for which, sel in (("forwarder", sel_f), ("ost", (c["kind"] == "ost") & inside)):
-                work[which] = {}
-                for name in np.unique(c["component_id"][sel]):
-                    m = sel & (c["component_id"] == name)
-                    work[which][str(name)] = (float(c["nbytes"][m].sum()), float(c["ops"][m].sum()))
+                names, inv = np.unique(c["component_id"][sel], return_inverse=True)
+                nbytes = np.bincount(inv, c["nbytes"][sel], len(names))
+                ops = np.bincount(inv, c["ops"][sel], len(names))
+                work[which] = {
+                    str(n): (float(b), float(o)) for n, b, o in zip(names, nbytes, ops, strict=True)
+                }
             meta = md >= META_OPS_PER_UNIT * units.sum()
             rb, nb = float(c["rbytes"][sel_f].sum()), float(c["nbytes"][sel_f].sum())
             found.append(
