@@ -77,10 +77,11 @@ def test_dask_gives_the_embedded_results(site, dataset, tmp_path, cluster):
         }
         expected_reports = reports(store)
     with distributed.Client(cluster) as client, DatasetStore(on_dask) as store:
-        run = analyze_distributed(store, client)
+        run = analyze_distributed(store, client, chunk_jobs=8)
         got = {t: table(store, t) for t in expected}
         got_reports = reports(store)
     assert run.tasks["reports"] >= 2 and run.tasks["detectors"] == 5
+    assert run.tasks["windows"] >= 2  # bursts crossing window edges are in the comparison
     assert expected["anomalies"] and expected["interference"]  # something to compare
     for t, rows in expected.items():
         assert got[t] == rows, t

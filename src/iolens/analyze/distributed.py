@@ -27,7 +27,6 @@ shared file system: no task is sent data, only file names.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -64,13 +63,12 @@ from iolens.analyze.report import JobReport, build_many
 from iolens.errors import StoreError
 from iolens.store.dataset import DatasetStore, Snapshot, replay
 
-#: Report tasks per worker (more tasks than workers evens out jobs of different sizes).
-TASKS_PER_WORKER = 4
-MAX_CHUNK_JOBS = 64
-#: Interference windows are at least this long (s): shorter ones repeat more of the work
-#: of the bursts that cross their edges.
-MIN_WINDOW_S = 300
-
+#: Jobs per report task. Each task scans the hours its jobs ran in, so fewer, larger
+#: chunks do less work in all; the cut does not depend on the cluster, so neither do the
+#: results (a day has ~100 chunks: enough to keep any sensible cluster busy).
+CHUNK_JOBS = 64
+#: Seconds per interference window (epoch-aligned, also independent of the cluster).
+WINDOW_S = 600
 
 @dataclass
 class DistributedRun:
@@ -237,13 +235,8 @@ def _together(
     return cal, interference.merge_tallies(parts)
 
 
-def window_width(t0: int, t1: int, workers: int) -> int:
-    """Seconds per window: about TASKS_PER_WORKER windows per worker, at least MIN_WINDOW_S."""
-    return max(MIN_WINDOW_S, math.ceil((t1 - t0) / (TASKS_PER_WORKER * workers)))
-
-
 def _interference_windows(
-    client: Any, store: DatasetStore, snapshot: Snapshot, chunks: list[Any], workers: int
+    client: Any, store: DatasetStore, snapshot: Snapshot, chunks: list[Any]
 ) -> tuple[Any, int]:
     """Submits step 2 (a future of (calibration, tallies)) and the number of windows.
 
@@ -261,7 +254,7 @@ def _interference_windows(
     t0, t1 = min(lo for lo, _ in spans), max(hi for _, hi in spans)
     caps = capacities(store)
     mds_cap = interference.metadata_capacity(store)
-    edges = interference.window_edges(t0, t1, window_width(t0, t1, workers))
+    edges = interference.window_edges(t0, t1, WINDOW_S)
 
     def submit(fn: Callable[..., Any], *args: Any) -> Any:
         return client.submit(fn, *args, pure=False)
@@ -368,6 +361,7 @@ def analyze_distributed(
     components: bool = True,
     silenced: frozenset[str] = frozenset(),
     on_job: Callable[[str], None] | None = None,
+    chunk_jobs: int = CHUNK_JOBS,
 ) -> DistributedRun:
     """What `iolens analyze` does (jobs, then components), with the work on `client`'s
     cluster; results land in `store` exactly as the embedded run writes them."""
@@ -386,10 +380,8 @@ def analyze_distributed(
         wanted = set(job_ids)
         rows = [r for r in rows if r["job_id"] in wanted]
     run.jobs = len(job_ids) if job_ids is not None else len(rows)
-    workers = max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
-    size = max(1, min(MAX_CHUNK_JOBS, math.ceil(len(rows) / (TASKS_PER_WORKER * workers))))
     futures = []
-    for chunk in _chunks(rows, size):
+    for chunk in _chunks(rows, chunk_jobs):
         lo, hi = _span(chunk)
         futures.append(
             client.submit(
@@ -408,7 +400,7 @@ def analyze_distributed(
     windows = None
     if everything:  # interference over all data: spread over windows of time
         windows, run.tasks["windows"] = _interference_windows(
-            client, store, snapshot, futures, workers
+            client, store, snapshot, futures
         )
     run.seconds["reports"] = time.perf_counter() - t0
     lo, hi = _span(rows)
