@@ -70,6 +70,7 @@ CHUNK_JOBS = 64
 #: Seconds per interference window (epoch-aligned, also independent of the cluster).
 WINDOW_S = 600
 
+
 @dataclass
 class DistributedRun:
     """What a distributed analysis did: findings, episodes, task counts and stage times."""
@@ -77,6 +78,7 @@ class DistributedRun:
     findings: list[Finding] = field(default_factory=list)
     episodes: int | None = None
     jobs: int = 0
+    windows: int = 0  # interference windows of time
     tasks: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -237,8 +239,9 @@ def _together(
 
 def _interference_windows(
     client: Any, store: DatasetStore, snapshot: Snapshot, chunks: list[Any]
-) -> tuple[Any, int]:
-    """Submits step 2 (a future of (calibration, tallies)) and the number of windows.
+) -> tuple[Any, int, int]:
+    """Submits step 2: a future of (calibration, tallies), the number of windows and of
+    tasks.
 
     Each window's task reads only the component samples of its seconds, and gets only the
     bursts overlapping them; the limits, the rate and the cost fits are pooled between the
@@ -248,7 +251,7 @@ def _interference_windows(
     facts = client.gather([client.submit(_facts, c, pure=False) for c in chunks])
     spans = [(lo, hi) for lo, hi, _ in facts if lo is not None]
     if not spans:
-        return None, 0
+        return None, 0, len(chunks)
     modes = {j: m for _, _, ms in facts for j, m in ms.items()}
     n1 = frozenset(interference.n1_jobs(store, modes))
     t0, t1 = min(lo for lo, _ in spans), max(hi for _, hi in spans)
@@ -273,7 +276,9 @@ def _interference_windows(
     proc_bw = submit(proc_rate, [submit(_rates, w, u) for w, u in both])
     cal = submit(fit, proc_bw, [submit(_costs, w, u, caps, proc_bw) for w, u in both], caps)
     tallies = [submit(_tallies, w, u, cal, caps, limits, mds_cap) for w, u in both]
-    return submit(_together, cal, tallies), len(edges)
+    # per chunk its facts; per window a pick per chunk and six tasks; four poolings
+    tasks = len(chunks) + len(edges) * (len(chunks) + 6) + 4
+    return submit(_together, cal, tallies), len(edges), tasks
 
 
 def detect_task(
@@ -399,7 +404,7 @@ def analyze_distributed(
                 on_job(rep.job_id)
     windows = None
     if everything:  # interference over all data: spread over windows of time
-        windows, run.tasks["windows"] = _interference_windows(
+        windows, run.windows, run.tasks["interference"] = _interference_windows(
             client, store, snapshot, futures
         )
     run.seconds["reports"] = time.perf_counter() - t0

@@ -169,6 +169,7 @@ def analyze_on_dask(
                     "findings": counts,
                     "anomalies": run.episodes,
                     "tasks": run.tasks,
+                    "windows": run.windows,
                     "seconds": {k: round(v, 3) for k, v in run.seconds.items()},
                 }
             )
