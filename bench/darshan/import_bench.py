@@ -23,20 +23,17 @@ root causes and the Drishti triggers), in every part.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.common import child as run  # noqa: E402
 from bench.common import table  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
@@ -46,16 +43,6 @@ BROKEN = ("empty_log.darshan",)
 PY = sys.executable
 IOLENS = str(Path(PY).parent / "iolens")
 DRISHTI = str(Path(PY).parent / "drishti")
-
-
-def run(cmd: list[str], **kw: Any) -> tuple[float, float, int, str]:
-    """Wall seconds, peak RSS (MiB) and exit status of a child, and its output."""
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
-    out = p.stdout.read() if p.stdout else ""
-    _, status, usage = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    return time.perf_counter() - t0, usage.ru_maxrss / 1024, p.returncode, out
 
 
 def real_logs() -> list[Path]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from iolens.analyze.jobs.access_pattern import access_patterns, by_file, classify
+from iolens.analyze.jobs.access_pattern import access_patterns, by_file, classify, survey
 from iolens.model.ids import file_id
 from iolens.model.schema import CLIENT_IO, FILES, JOBS
 from iolens.store import DuckDBStore
@@ -162,3 +162,100 @@ def test_job_command_shows_access_patterns(sim_db):
     res = run_cli("job", job_id, "--db", str(sim_db.path))
     assert res.returncode == 0, res.stderr
     assert "Access patterns" in res.stdout and "strided" in res.stdout
+
+
+def test_job_json_lists_the_busiest_files_and_counts_all(sim_db):
+    """The JSON keeps the 200 busiest streams and files; the counts cover every one."""
+    from iolens.present import views
+
+    data = "op IN ('read', 'write') AND \"offset\" >= 0"
+    with sim_db.store() as store:
+        job_id, n_files = (
+            store.query(
+                "SELECT job_id, count(DISTINCT (file_id, op)) AS n FROM client_io "
+                f"WHERE {data} GROUP BY job_id ORDER BY n DESC, job_id LIMIT 1"
+            )
+            .to_pylist()[0]
+            .values()
+        )
+        rep = views.job(store, job_id)
+        everything = by_file(access_patterns(store, job_id))
+    assert n_files > views.ACCESS_PATTERN_ROWS  # the cap is exercised
+    assert rep["access_pattern_counts"]["files"] == n_files == len(everything)
+    assert rep["access_pattern_counts"]["streams"] >= n_files
+    assert rep["access_pattern_files"] == everything[: views.ACCESS_PATTERN_ROWS]
+    assert len(rep["access_patterns"]) == views.ACCESS_PATTERN_ROWS
+
+
+def _reference(store, job_id):
+    """The surveyor's answer built the plain way, a dict per stream and Python sorting (the
+    code `survey` replaced), then `by_file` on those rows."""
+    from iolens.analyze.jobs.access_pattern import TOP_STRIDES, _pattern, _records
+
+    t = _records(store, job_id)
+    if t.num_rows == 0:
+        return [], []
+    cols = {k: t.column(k).to_numpy(zero_copy_only=False) for k in t.column_names}
+    stream = cols["stream"].astype(np.int64)
+    c = classify(stream, cols["off"], cols["size"], cols["stride"], cols["count"])
+    count = cols["count"].astype(np.int64)
+    rows = {}
+    for i, sid in enumerate(stream.tolist()):
+        path = cols["path"][i]
+        r = rows.setdefault(
+            sid,
+            {
+                "path": path if path is not None else f"<file {int(cols['file_id'][i])}>",
+                "file_id": int(cols["file_id"][i]),
+                "node": str(cols["node"][i]),
+                "rank": int(cols["rank"][i]),
+                "pid": int(cols["pid"][i]),
+                "layer": str(cols["layer"][i]),
+                "op": str(cols["op"][i]),
+                "accesses": 0,
+                "bytes": 0,
+                "sequential": 0,
+                "strided": 0,
+                "random": 0,
+                "_tally": {},
+            },
+        )
+        r["accesses"] += int(count[i])
+        r["bytes"] += int(count[i] * cols["size"][i])
+        r["sequential"] += int(c["seq"][i])
+        r["strided"] += int(c["strided"][i])
+        r["random"] += int(c["random"][i])
+        for s_key, n_key in (
+            ("internal_stride", "n_internal_strided"),
+            ("between_stride", "n_between_strided"),
+            ("first_stride", "n_first_strided"),
+        ):
+            if (w := int(c[n_key][i])) > 0:
+                r["_tally"][int(c[s_key][i])] = r["_tally"].get(int(c[s_key][i]), 0) + w
+    out = []
+    for r in rows.values():
+        top = sorted(r.pop("_tally").items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_STRIDES]
+        r["strides"] = [{"stride": s, "count": k} for s, k in top]
+        r["pattern"] = _pattern(r)
+        out.append(r)
+    out.sort(key=lambda r: (-r["accesses"], r["path"], r["rank"], r["pid"], r["op"]))
+    return out, by_file(out)
+
+
+def test_survey_equals_the_rows_summed_per_file(sim_db, tmp_path):
+    """The array path (`survey`) gives the very rows, in the same order, that summing every
+    stream row per file gives; a limit keeps the head of both lists."""
+    with _store(tmp_path) as store:
+        rows, files = _reference(store, "j1")
+        got = survey(store, "j1")
+        assert (got.streams, got.files, got.n_streams, got.n_files) == (rows, files, 4, 2)
+    with sim_db.store() as store:
+        checked = 0
+        for job_id in sim_db.truth["jobs"]:
+            rows, files = _reference(store, job_id)
+            got = survey(store, job_id, limit=50)
+            assert got.streams == rows[:50], job_id
+            assert got.files == files[:50], job_id
+            assert (got.n_streams, got.n_files) == (len(rows), len(files))
+            checked += bool(rows)
+        assert checked >= 10

@@ -41,6 +41,26 @@ def test_jobs_json(sim_db):
         assert row["io_mode"] == sim_db.truth["jobs"][row["job_id"]]["io_mode"]
 
 
+def test_listings_with_nothing_to_analyse_leave_the_analyses_unloaded(sim_db):
+    """Asking whether a job needs analysing must not load the analyses (scikit-learn and
+    SciPy take most of a second): `iolens jobs` on an analysed store imports neither."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from iolens.present.cli.main import main\n"
+        f"sys.argv = ['iolens', 'jobs', '--db', {str(sim_db.path)!r}, '--json']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('sklearn', 'scipy', 'iolens.analyze.pipeline') "
+        "if m in sys.modules), file=sys.stderr)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout), "the listing printed no job"
+    assert res.stderr.strip().splitlines()[-1] == "[]"
+
+
 def test_jobs_filter_by_user(sim_db):
     res = run_cli("jobs", "--db", str(sim_db.path), "--json", "--user", "carol")
     rows = json.loads(res.stdout)

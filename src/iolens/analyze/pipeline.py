@@ -72,18 +72,6 @@ def analyze_jobs(
     return found
 
 
-def unanalyzed_jobs(store: Store) -> list[str]:
-    """Jobs with no summary yet, or with client records newer than their summary."""
-    return (
-        store.query(
-            "SELECT job_id FROM jobs WHERE job_id NOT IN (SELECT job_id FROM job_summaries) "
-            "ORDER BY job_id"
-        )
-        .column("job_id")
-        .to_pylist()
-    )
-
-
 def analyze_all(store: Store, on_job: Callable[[str], None] | None = None) -> None:
     """Everything: per-job reports and findings, then the component detectors."""
     from iolens.analyze.components import analyze_components

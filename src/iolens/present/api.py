@@ -28,7 +28,7 @@ from iolens.errors import NotFound
 from iolens.ingest.http import IngestService
 from iolens.present import views
 from iolens.present.cli.render import to_json
-from iolens.store import DuckDBStore
+from iolens.store import DuckDBStore, queries
 from iolens.store.base import Store
 
 if TYPE_CHECKING:
@@ -76,13 +76,13 @@ class Readers:
 
     def analyze_pending(self) -> None:
         """What `ensure_analyzed` does for the CLI, under the writer's discipline."""
-        from iolens.analyze.pipeline import analyze_jobs, unanalyzed_jobs
-
         with self.reader() as store:
-            if not views.pending_analysis(store):
+            if not queries.unanalyzed_jobs(store):
                 return
+        from iolens.analyze.pipeline import analyze_jobs
+
         with self.service.lock:
-            todo = unanalyzed_jobs(self.service.store)
+            todo = queries.unanalyzed_jobs(self.service.store)
             if todo:
                 analyze_jobs(self.service.store, todo)
 

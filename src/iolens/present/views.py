@@ -34,16 +34,10 @@ _JOB_KEYS = (
 _SPAN_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 # Along the I/O path, as the report reads.
 _LAYER_ORDER = ("compute", "forwarder", "ost", "mds")
-#: `iolens job --json` lists this many access-pattern streams (most accesses first); the
-#: per-file summary (`access_pattern_files`) counts them all.
+#: `iolens job --json` lists this many access-pattern streams, and as many per-file rows
+#: (most accesses first; both summed over every stream). An N-N job of 25,600 processes
+#: would otherwise print 8 MB of JSON; `access_pattern_counts` says how many there are.
 ACCESS_PATTERN_ROWS = 200
-
-
-def pending_analysis(store: Store) -> list[str]:
-    """Jobs the listings would analyse first (their summaries are missing)."""
-    from iolens.analyze.pipeline import unanalyzed_jobs
-
-    return unanalyzed_jobs(store)
 
 
 def job_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -68,7 +62,7 @@ def job(
     `built` is the job's report when the caller built it already (with series, for plots).
     """
     from iolens.analyze import report
-    from iolens.analyze.jobs.access_pattern import access_patterns, by_file
+    from iolens.analyze.jobs.access_pattern import survey
     from iolens.analyze.jobs.crosslayer import layer_series
 
     rep = (built or report.build(store, job_id)).to_dict()
@@ -78,9 +72,10 @@ def job(
     rep["layers"] = dict(
         sorted(rep["layers"].items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
     )
-    streams = access_patterns(store, job_id)
-    rep["access_patterns"] = streams[:ACCESS_PATTERN_ROWS]
-    rep["access_pattern_files"] = by_file(streams)
+    found = survey(store, job_id, ACCESS_PATTERN_ROWS)
+    rep["access_patterns"] = found.streams
+    rep["access_pattern_files"] = found.files
+    rep["access_pattern_counts"] = {"streams": found.n_streams, "files": found.n_files}
     if layers:
         rep["layer_series"] = layer_series(store, job_id)
     return rep

@@ -37,6 +37,19 @@ def jobs(store: Store, user: str | None = None, limit: int | None = None) -> lis
 _KIND = "CASE WHEN {c}op IN ('read', 'write') THEN {c}op ELSE 'meta' END"
 
 
+def unanalyzed_jobs(store: Store) -> list[str]:
+    """Jobs without a summary: the ones a listing analyses first.
+
+    Here rather than in the pipeline, so a listing with nothing to do does not import the
+    analyses (scikit-learn and SciPy alone take most of a second to load).
+    """
+    sql = (
+        "SELECT job_id FROM jobs WHERE job_id NOT IN (SELECT job_id FROM job_summaries) "
+        "ORDER BY job_id"
+    )
+    return store.query(sql).column("job_id").to_pylist()
+
+
 def counted_layer_ctes(jobs: str) -> str:
     """CTEs ending in `upper_counted(job_id, file_id, k)`: which of the jobs' files have
     their reads (k = 'read'), writes ('write') or metadata ops ('meta') counted at the

@@ -19,6 +19,7 @@ the class of the step after it (a single-access stream is sequential: one whole 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -142,6 +143,148 @@ def classify(
     }
 
 
+@dataclass
+class Survey:
+    """A job's access patterns: the busiest streams and (file, op) rows, and how many."""
+
+    streams: list[dict[str, Any]]
+    files: list[dict[str, Any]]
+    n_streams: int
+    n_files: int
+
+
+def survey(store: Store, job_id: str, limit: int | None = None) -> Survey:
+    """Every stream of the job classified, then the `limit` busiest streams and files.
+
+    Streams are rows as `access_patterns` returns them; files are what `by_file` makes of
+    all streams, computed with arrays: an N-N job of 25,600 processes has 25,600 streams,
+    and only the rows shown are built as dicts.
+    """
+    t = _records(store, job_id)
+    if t.num_rows == 0:
+        return Survey([], [], 0, 0)
+    cols = {k: t.column(k).to_numpy(zero_copy_only=False) for k in t.column_names}
+    stream = cols["stream"].astype(np.int64)
+    heads = np.flatnonzero(np.r_[True, stream[1:] != stream[:-1]])
+    n = len(heads)
+    c = classify(stream, cols["off"], cols["size"], cols["stride"], cols["count"])
+    count = cols["count"].astype(np.int64)
+
+    def per_stream(a: np.ndarray) -> np.ndarray:
+        return np.bincount(stream, weights=a, minlength=n).astype(np.int64)
+
+    sums = {
+        "accesses": per_stream(count),
+        "bytes": per_stream(cols["size"].astype(np.int64) * count),
+        "sequential": per_stream(c["seq"]),
+        "strided": per_stream(c["strided"]),
+        "random": per_stream(c["random"]),
+    }
+    owners, steps, weights = [], [], []
+    for s_key, n_key in (
+        ("internal_stride", "n_internal_strided"),
+        ("between_stride", "n_between_strided"),
+        ("first_stride", "n_first_strided"),
+    ):
+        w = np.asarray(c[n_key], np.int64)
+        hit = w > 0
+        owners.append(stream[hit])
+        steps.append(np.asarray(c[s_key], np.int64)[hit])
+        weights.append(w[hit])
+    strides = _top_strides(np.concatenate(owners), np.concatenate(steps), np.concatenate(weights))
+
+    file_ids = cols["file_id"][heads].astype(np.int64)
+    paths = np.array(
+        [
+            p if p is not None else f"<file {f}>"
+            for p, f in zip(cols["path"][heads], file_ids, strict=True)
+        ],
+        dtype=object,
+    )
+    ops = cols["op"][heads].astype(str)
+    path_code = np.unique(paths, return_inverse=True)[1]
+    op_code = np.unique(ops, return_inverse=True)[1]
+    rank, pid = cols["rank"][heads].astype(np.int64), cols["pid"][heads].astype(np.int64)
+    order = np.lexsort((op_code, pid, rank, path_code, -sums["accesses"]))[:limit]
+    streams = [
+        {
+            "path": str(paths[i]),
+            "file_id": int(file_ids[i]),
+            "node": str(cols["node"][heads[i]]),
+            "rank": int(rank[i]),  # -1: unknown
+            "pid": int(pid[i]),  # -1: unknown
+            "layer": str(cols["layer"][heads[i]]),
+            "op": str(ops[i]),
+            **{k: int(v[i]) for k, v in sums.items()},
+            "strides": strides.of(i),
+        }
+        for i in order
+    ]
+
+    # per (file, op): the streams' sums and their listed strides, as `by_file` adds them
+    keys = np.stack([file_ids, op_code.astype(np.int64)], axis=1)
+    group = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
+    n_files = int(group.max()) + 1
+    first = np.full(n_files, n, np.int64)
+    np.minimum.at(first, group, np.arange(n))
+    f_sums = {
+        k: np.bincount(group, weights=v, minlength=n_files).astype(np.int64)
+        for k, v in sums.items()
+    }
+    f_strides = _top_strides(group[strides.owner], strides.stride, strides.count)
+    f_order = np.lexsort((op_code[first], path_code[first], -f_sums["accesses"]))[:limit]
+    processes = np.bincount(group, minlength=n_files)
+    files = [
+        {
+            "path": str(paths[first[g]]),
+            "file_id": int(file_ids[first[g]]),
+            "op": str(ops[first[g]]),
+            "processes": int(processes[g]),
+            **{k: int(v[g]) for k, v in f_sums.items()},
+            "strides": f_strides.of(g),
+        }
+        for g in f_order
+    ]
+    for row in (*streams, *files):
+        row["pattern"] = _pattern(row)
+    return Survey(streams, files, n, n_files)
+
+
+@dataclass
+class _Strides:
+    """The TOP_STRIDES most frequent strides of each owner (stream or file), as arrays
+    sorted by owner, then count (descending), then stride."""
+
+    owner: np.ndarray
+    stride: np.ndarray
+    count: np.ndarray
+
+    def of(self, owner: int) -> list[dict[str, int]]:
+        lo, hi = np.searchsorted(self.owner, [owner, owner + 1])
+        return [
+            {"stride": int(s), "count": int(k)}
+            for s, k in zip(self.stride[lo:hi], self.count[lo:hi], strict=True)
+        ]
+
+
+def _top_strides(owner: np.ndarray, stride: np.ndarray, weight: np.ndarray) -> _Strides:
+    """Sum `weight` per (owner, stride), then keep each owner's TOP_STRIDES."""
+    if len(owner) == 0:
+        empty = np.zeros(0, np.int64)
+        return _Strides(empty, empty, empty)
+    o = np.lexsort((stride, owner))
+    owner, stride, weight = owner[o], stride[o], weight[o]
+    new = np.r_[True, (owner[1:] != owner[:-1]) | (stride[1:] != stride[:-1])]
+    starts = np.flatnonzero(new)
+    owner, stride, total = owner[starts], stride[starts], np.add.reduceat(weight, starts)
+    o = np.lexsort((stride, -total, owner))
+    owner, stride, total = owner[o], stride[o], total[o]
+    head = np.r_[True, owner[1:] != owner[:-1]]
+    group_start = np.maximum.accumulate(np.where(head, np.arange(len(owner)), 0))
+    keep = np.arange(len(owner)) - group_start < TOP_STRIDES
+    return _Strides(owner[keep], stride[keep], total[keep])
+
+
 def access_patterns(store: Store, job_id: str, limit: int | None = None) -> list[dict[str, Any]]:
     """One row per stream (file, process, layer, op) of the job, most accesses first.
 
@@ -150,59 +293,7 @@ def access_patterns(store: Store, job_id: str, limit: int | None = None) -> list
     `strides` (up to 3 `{stride, count}`, most frequent first) and `pattern`
     (`sequential`, `strided`, `random` or `mixed`: the class of >= 80 % of accesses).
     """
-    t = _records(store, job_id)
-    if t.num_rows == 0:
-        return []
-    cols = {k: t.column(k).to_numpy(zero_copy_only=False) for k in t.column_names}
-    stream = cols["stream"].astype(np.int64)
-    boundary = np.ones(len(stream), bool)
-    boundary[1:] = stream[1:] != stream[:-1]
-    c = classify(stream, cols["off"], cols["size"], cols["stride"], cols["count"])
-    n_streams = int(stream[-1]) + 1
-    count = cols["count"].astype(np.int64)
-
-    def per_stream(a: np.ndarray) -> np.ndarray:
-        return np.bincount(stream, weights=a, minlength=n_streams).astype(np.int64)
-
-    seq, strided, random = per_stream(c["seq"]), per_stream(c["strided"]), per_stream(c["random"])
-    accesses = per_stream(count)
-    nbytes = per_stream(cols["size"].astype(np.int64) * count)
-    # tally strides per stream
-    tallies: dict[int, dict[int, int]] = {}
-    for s_key, n_key in (
-        ("internal_stride", "n_internal_strided"),
-        ("between_stride", "n_between_strided"),
-        ("first_stride", "n_first_strided"),
-    ):
-        w = np.asarray(c[n_key], np.int64)
-        for i in np.flatnonzero(w):
-            d = tallies.setdefault(int(stream[i]), {})
-            s = int(c[s_key][i])
-            d[s] = d.get(s, 0) + int(w[i])
-    heads = np.flatnonzero(boundary)
-    rows = []
-    for sid, i in enumerate(heads):
-        strides = sorted(tallies.get(sid, {}).items(), key=lambda kv: (-kv[1], kv[0]))
-        path = cols["path"][i]
-        row: dict[str, Any] = {
-            "path": path if path is not None else f"<file {int(cols['file_id'][i])}>",
-            "file_id": int(cols["file_id"][i]),
-            "node": str(cols["node"][i]),
-            "rank": int(cols["rank"][i]),  # -1: unknown
-            "pid": int(cols["pid"][i]),  # -1: unknown
-            "layer": str(cols["layer"][i]),
-            "op": str(cols["op"][i]),
-            "accesses": int(accesses[sid]),
-            "bytes": int(nbytes[sid]),
-            "sequential": int(seq[sid]),
-            "strided": int(strided[sid]),
-            "random": int(random[sid]),
-            "strides": [{"stride": s, "count": k} for s, k in strides[:TOP_STRIDES]],
-        }
-        row["pattern"] = _pattern(row)
-        rows.append(row)
-    rows.sort(key=lambda r: (-r["accesses"], r["path"], r["rank"], r["pid"], r["op"]))
-    return rows[:limit] if limit is not None else rows
+    return survey(store, job_id, limit).streams
 
 
 def by_file(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -250,4 +341,4 @@ def _pattern(r: dict[str, Any]) -> str:
     return top if r["accesses"] and shares[top] >= DOMINANT * r["accesses"] else "mixed"
 
 
-__all__ = ["access_patterns", "by_file", "classify"]
+__all__ = ["Survey", "access_patterns", "by_file", "classify", "survey"]

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.cluster import DBSCAN
 
 EPS = 0.2  # neighbourhood radius in log10 units (10^0.2 = 1.6x) of duration and volume
 MIN_SAMPLES = 2  # points (a phase and one like it) to make a cluster core
@@ -45,6 +44,10 @@ def outliers(
         return []
     if not history:
         return [False] * len(new)
+    # Imported here: scikit-learn takes most of a second to load, and the reports and
+    # listings that import this package only need it once a job is analysed.
+    from sklearn.cluster import DBSCAN
+
     x = _features([*history, *new])
     labels = DBSCAN(eps=eps, min_samples=min_samples).fit(x).labels_
     known = set(labels[: len(history)]) - {-1}

@@ -57,10 +57,12 @@ def open_db(db: Path | None, *, create: bool = False) -> Store:
 
 
 def ensure_analyzed(store: Store) -> None:
-    from iolens.analyze.pipeline import analyze_jobs, unanalyzed_jobs
+    from iolens.store.queries import unanalyzed_jobs
 
     todo = unanalyzed_jobs(store)
     if todo:
+        from iolens.analyze.pipeline import analyze_jobs
+
         with progress() as bar:
             task = bar.add_task("analysing new jobs", total=len(todo))
             analyze_jobs(store, todo, on_job=lambda _j: bar.advance(task))

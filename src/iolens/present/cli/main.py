@@ -178,7 +178,8 @@ def job(
     else:
         out.print(render.job_report(rep))
         if rep.get("access_pattern_files"):
-            out.print(render.access_patterns(rep["access_pattern_files"]))
+            total = (rep.get("access_pattern_counts") or {}).get("files")
+            out.print(render.access_patterns(rep["access_pattern_files"], total=total))
         if layers:
             out.print(render.layer_series(rep["layer_series"]))
 

@@ -186,10 +186,12 @@ def job_report(rep: dict[str, Any]) -> Group:
     )
 
 
-def access_patterns(files: list[dict[str, Any]], most: int = 10) -> Table:
+def access_patterns(files: list[dict[str, Any]], most: int = 10, total: int | None = None) -> Table:
     """Sequential / strided / random accesses per file and op, over all its processes
-    (SIOX FileSurveyor; per-process streams are in the JSON)."""
-    shown = f"the {most} with most accesses" if len(files) > most else "all"
+    (SIOX FileSurveyor; per-process streams are in the JSON). `total`: rows in all, when
+    `files` is already cut."""
+    total = max(total or 0, len(files))
+    shown = f"the {most} of {total:,} with most accesses" if total > most else "all"
     t = Table(title=f"Access patterns per file ({shown})", title_justify="left")
     for col in ("path", "op", "procs", "accesses", "sequential", "strided", "random", "pattern"):
         t.add_column(col, justify="left" if col in ("path", "op", "pattern") else "right")
