@@ -22,8 +22,9 @@ def advise(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Best known MPI-IO hints, Lustre striping and I/O mode for an application, learned
-    from its past runs (at least 5), as a ROMIO hints file and an lfs setstripe line."""
+    """Best known MPI-IO hints, Lustre striping and I/O mode for an application.
+
+    Learned from its past runs (at least 5), as a ROMIO hints file and an lfs setstripe line."""
     from iolens.analyze.advise import advise as learn
 
     if ext is not None and not ext.startswith("."):

@@ -19,6 +19,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Markdown: docstrings' wrapped lines join into paragraphs, `code` shows as code.
+    rich_markup_mode="markdown",
 )
 out = render.stdout_console()
 err = render.stderr_console()

@@ -82,9 +82,11 @@ def compare(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Rank runs of one application with different settings over the servers' and links'
-    view of them (OSS queue depth, wait, active threads; link utilisation and wait; mean OST
-    bandwidth), each in its right direction, and by mean rank (K computer Tables 6.1/6.2)."""
+    """Rank runs of one application with different settings by server-side metrics.
+
+    Ranked over the servers' and links' view of them (OSS queue depth, wait, active
+    threads; link utilisation and wait; mean OST bandwidth), each in its right direction,
+    and by mean rank (K computer Tables 6.1/6.2)."""
     from iolens.analyze.compare import compare as rank_runs
     from iolens.analyze.compare import jobs_with_tag
 

@@ -33,8 +33,10 @@ def import_io500(
     ] = "UTC",
     as_json: JsonOption = False,
 ) -> None:
-    """Load IO500 results (result_summary.txt, result.txt, config.ini, IOR and mdtest
-    outputs; the 2018 io500.sh format too). Re-importing a run replaces it."""
+    """Load IO500 result directories, current and 2018-era formats.
+
+    Reads result_summary.txt, result.txt, config.ini and the IOR and mdtest outputs (the
+    2018 io500.sh format too). Re-importing a run replaces it."""
     from iolens.ingest.importers import io500
     from iolens.ingest.importers.sacct import timezone
 
@@ -189,8 +191,10 @@ def expect(
     ] = 0.0,
     as_json: JsonOption = False,
 ) -> None:
-    """The IO500 bounding box of user expectation per system and API, its stability, the
-    runs where 'hard' beat 'easy' (probable system faults), phase tails, and a job's place."""
+    """The IO500 bounding box of what users can expect, per system and API.
+
+    Also its stability, the runs where 'hard' beat 'easy' (probable system faults), phase
+    tails, and a job's place."""
     from iolens.analyze.expect import expectations
     from iolens.analyze.expect.plot import plot as draw
 

@@ -248,8 +248,9 @@ def analyze(
     worker_memory: Annotated[str, typer.Option(help="With --dask-slurm: memory each.")] = "8GiB",
     as_json: JsonOption = False,
 ) -> None:
-    """Re-run the analyses: findings rules of jobs, then the component detectors (what
-    `iolens serve` does as jobs end and every hour). `--dask`/`--dask-slurm` run them as
+    """Re-run the analyses: job findings, then the component detectors.
+
+    This is what `iolens serve` does as jobs end and every hour. `--dask`/`--dask-slurm` run them as
     Dask tasks over a dataset's partitions, with the same results."""
     from iolens.analyze.components import analyze_components
     from iolens.analyze.pipeline import analyze_jobs

@@ -216,8 +216,11 @@ def compact(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Merge small segments, compress client records a second time (across the nodes of each
-    job, losslessly) and apply retention: downsample old server samples, drop expired data."""
+    """Compact a dataset: merge segments, second-pass compression, retention.
+
+    Merges small segments, compresses client records a second time (across the nodes of
+    each job, losslessly) and applies retention: downsamples old server samples, drops
+    expired data."""
     from iolens.store.compaction import compact as run_compaction
     from iolens.store.compaction import dataset_bytes, second_pass_ratios
 

@@ -55,7 +55,9 @@ def serve(
         typer.Option(min=0.001, max=25, help="With --group: seconds per segment commit [2]."),
     ] = None,
 ) -> None:
-    """Run the server: agents ship batches to it, `--server` queries read from it, people
+    """Run the server for agents, `--server` queries, the web UI and the REST API.
+
+    Agents ship batches to it, `--server` queries read from it, people
     use its web UI and REST API (`iolens user add`); /healthz and /metrics describe it.
     Ended jobs and components are analysed in the background. With `--dataset` (or
     `--site-config`) the store is a Parquet dataset instead of `--db`: one server per `--group`

@@ -131,8 +131,10 @@ def slurm_files(
     ] = True,
     as_json: JsonOption = False,
 ) -> None:
-    """Write the Slurm SPANK plug-in (built when Slurm's header is there), TaskProlog,
-    prolog/epilog hook and the slurm.conf lines that enable them."""
+    """Write the Slurm files that trace every job and report job starts and ends.
+
+    The SPANK plug-in (built when Slurm's header is there), TaskProlog, prolog/epilog
+    hook and the slurm.conf lines that enable them."""
     from iolens.tracefile import library_path
 
     if lib is None:

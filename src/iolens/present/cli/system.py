@@ -48,8 +48,9 @@ def load(
     top: Annotated[int, typer.Option(min=1, help="Most loaded components to list.")] = 5,
     as_json: JsonOption = False,
 ) -> None:
-    """Per-hour peak load of forwarders, OSTs and the MDS (Beacon's load levels), forwarder
-    imbalance, and the MDS load split into jobs and other clients."""
+    """Per-hour peak load of forwarders, OSTs and the MDS (Beacon's load levels).
+
+    Also forwarder imbalance, and the MDS load split into jobs and other clients."""
     from iolens.analyze.system.summary import load_summary
 
     if kind is not None and kind not in LOAD_KINDS:
@@ -150,7 +151,9 @@ def alerts_check(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Send the alerts that are due, once per episode and channel (for cron). Exits 1 when
+    """Send the alerts that are due, once per episode and channel (for cron).
+
+    Exits 1 when
     a send failed; it is retried on the next check."""
     from iolens.present.alerts import check_alerts, load_alerts_config
 
