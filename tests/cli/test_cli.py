@@ -117,6 +117,17 @@ def test_corrupt_db_is_one_clear_line(tmp_path):
     assert "Traceback" not in res.stderr
 
 
+def test_import_trace_of_a_folder_without_traces_is_an_error(tmp_path):
+    """A wrong folder must not look like a successful import of nothing."""
+    (tmp_path / "spool").mkdir()
+    (tmp_path / "spool" / "notes.txt").write_text("not a trace")
+    db = tmp_path / "t.duckdb"
+    res = run_cli("import", "trace", str(tmp_path / "spool"), "--db", str(db))
+    assert res.returncode == 2, res.stdout
+    assert "no *.iolens trace files found" in res.stderr and str(tmp_path / "spool") in res.stderr
+    assert "Traceback" not in res.stderr
+
+
 def test_db_from_environment(sim_db):
     import os
 

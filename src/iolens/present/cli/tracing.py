@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from iolens.errors import IolensError
+from iolens.errors import InputError, IolensError
 from iolens.present.cli.app import DbOption, JsonOption, err, open_db, out, progress
 from iolens.present.cli.render import to_json
 
@@ -105,6 +105,10 @@ def import_trace(
     as_json: JsonOption = False,
 ) -> None:
     """Load tracer spool files collected elsewhere (files already loaded are skipped)."""
+    from iolens.ingest.importers.trace import SPOOL_SUFFIX, spool_files
+
+    if not spool_files(paths):  # a wrong directory, not an empty import
+        raise InputError(", ".join(map(str, paths)), f"no *{SPOOL_SUFFIX} trace files found")
     totals = _load_traces(db, paths, job_id)
     if as_json:
         print(to_json(totals))
