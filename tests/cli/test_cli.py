@@ -197,3 +197,19 @@ def test_job_layers_carry_the_same_bytes_at_every_layer(sim_db):
     assert series["path"]["forwarders"] and series["path"]["osts"]
     human = run_cli("job", job_id, "--db", str(sim_db.path), "--layers")
     assert "Bytes per layer" in human.stdout and "forwarder" in human.stdout
+
+
+def test_serve_on_a_taken_port_is_one_clear_line(tmp_path):
+    """Another process listens there: one line naming the address, exit 2, and no store
+    opened (nor created) for nothing."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        db = tmp_path / "s.duckdb"
+        res = run_cli("serve", "--db", str(db), "--port", str(port))
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.strip() == f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
+    assert not db.exists()

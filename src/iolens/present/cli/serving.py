@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from iolens.errors import IolensError
 from iolens.present.cli.app import DbOption, err, open_db
 from iolens.present.cli.scaleout import DatasetOption, SiteOption, serve_dataset
 
@@ -64,6 +65,7 @@ def serve(
     ingests, one without `--group` queries and analyses (docs/scale-out.md)."""
     import uvicorn
 
+    _check_listen(host, port)
     from iolens.present.alerts import load_alerts_config
     from iolens.present.api import create_app
     from iolens.present.scheduling import start_for_service
@@ -113,3 +115,17 @@ def serve(
     finally:
         scheduler.stop()
         store.close()
+
+
+def _check_listen(host: str, port: int) -> None:
+    """Fail in one clear line before any store is opened when the address is taken:
+    uvicorn would log the error, exit with status 3 and leave the store open."""
+    import socket
+
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            s.bind(addr)
+    except OSError as exc:
+        raise IolensError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
