@@ -199,9 +199,11 @@ def _reference(store, job_id):
     stream = cols["stream"].astype(np.int64)
     c = classify(stream, cols["off"], cols["size"], cols["stride"], cols["count"])
     count = cols["count"].astype(np.int64)
+    files = store.query("SELECT file_id, path FROM files").to_pydict()
+    known = dict(zip(files["file_id"], files["path"], strict=True))
     rows = {}
     for i, sid in enumerate(stream.tolist()):
-        path = cols["path"][i]
+        path = known.get(int(cols["file_id"][i]))
         r = rows.setdefault(
             sid,
             {

@@ -226,12 +226,11 @@ _PER_JOB_SQL = {
     "forwarders": "SELECT job_id, list(DISTINCT forwarder ORDER BY forwarder) AS fwd FROM "
     "(SELECT DISTINCT job_id, node FROM client_io JOIN _iolens_ids USING (job_id) "
     f" WHERE op IN ({_IO_OPS_SQL})) JOIN forwarding ON node = compute_node GROUP BY job_id",
-    "osts": "SELECT job_id, list(DISTINCT ost ORDER BY ost) AS osts FROM ("
-    " SELECT d.job_id, unnest(f.osts) AS ost FROM"
-    "  (SELECT DISTINCT job_id, file_id FROM client_io JOIN _iolens_ids USING (job_id)"
-    "   WHERE op IN ('read', 'write')) d JOIN files f USING (file_id)"
-    " UNION SELECT job_id, component_id FROM server_samples"
-    "  JOIN _iolens_ids USING (job_id) WHERE kind = 'ost') GROUP BY job_id",
+    # OSTs: of the files the job read or wrote (see `_job_osts`), and named by jobstats
+    "data_files": "SELECT DISTINCT job_id, file_id FROM client_io JOIN _iolens_ids "
+    "USING (job_id) WHERE op IN ('read', 'write')",
+    "sampled_osts": "SELECT DISTINCT job_id, component_id AS ost FROM server_samples "
+    "JOIN _iolens_ids USING (job_id) WHERE kind = 'ost'",
     "files": "SELECT job_id, count(DISTINCT file_id) AS n FROM client_io "
     "JOIN _iolens_ids USING (job_id) WHERE op IN ('read', 'write') GROUP BY job_id",
     "phases": "SELECT p.* FROM job_phases p JOIN _iolens_ids USING (job_id) ORDER BY job_id, phase",
@@ -243,6 +242,26 @@ def _grouped(store: Store, sql: str, key: str = "job_id") -> dict[str, list[dict
     for r in store.query(sql).to_pylist():
         out.setdefault(r[key], []).append(r)
     return out
+
+
+def _job_osts(
+    store: Store, files: dict[str, list[dict[str, Any]]], sampled: dict[str, list[dict[str, Any]]]
+) -> dict[str, list[dict[str, Any]]]:
+    """Each job's OSTs, sorted: its data files' stripes plus those whose jobstats name it.
+
+    Layouts are looked up by file id rather than joined, so a dataset's files view (the
+    newest row of each file over every file row) is read for these files only.
+    """
+    ids = sorted({r["file_id"] for rows in files.values() for r in rows})
+    layouts = queries.file_layouts(store, ids)
+    osts: dict[str, set[str]] = {}
+    for job_id, rows in files.items():
+        mine = osts.setdefault(job_id, set())
+        for r in rows:
+            mine.update(layouts.get(r["file_id"], {}).get("osts", []))
+    for job_id, rows in sampled.items():
+        osts.setdefault(job_id, set()).update(r["ost"] for r in rows)
+    return {job_id: [{"osts": sorted(names)}] for job_id, names in osts.items()}
 
 
 def _split(table: pa.Table) -> tuple[dict[str, np.ndarray], dict[str, tuple[int, int]]]:
@@ -274,6 +293,7 @@ def build_many(store: Store, job_ids: list[str], with_series: bool = False) -> l
             ).to_pylist()
         }
         extra = {k: _grouped(store, sql) for k, sql in _PER_JOB_SQL.items()}
+        extra["osts"] = _job_osts(store, extra.pop("data_files"), extra.pop("sampled_osts"))
         extra["findings"] = _grouped(
             store,
             _FINDINGS_SQL.format(join="JOIN _iolens_ids ON subject_id = job_id"),

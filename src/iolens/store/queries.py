@@ -132,18 +132,28 @@ def forwarders_of(store: Store, nodes: list[str]) -> list[str]:
     return rows
 
 
+#: Up to this many file ids are looked up with a literal IN list, which DuckDB pushes into
+#: the scan (through the dataset's newest-row-per-file window: 1.06 s -> 0.3 s on the
+#: 40,960-node hour's 6 M file rows); more are joined.
+INLINE_IDS = 2048
+
+
 def file_layouts(store: Store, file_ids: list[int]) -> dict[int, dict[str, Any]]:
     """Path and OSTs (empty when the layout is unknown) of each known file."""
     if not file_ids:
         return {}
-    store.register("_iolens_fids", pa.table({"fid": pa.array(file_ids, pa.int64())}))
-    try:
-        rows = store.query(
-            "SELECT file_id, path, osts FROM files JOIN _iolens_fids ON file_id = fid"
-        ).to_pylist()
-    finally:
-        store.unregister("_iolens_fids")
-    return {r["file_id"]: {"path": r["path"], "osts": r["osts"] or []} for r in rows}
+    if len(file_ids) <= INLINE_IDS:
+        ids = ", ".join(str(int(f)) for f in file_ids)  # ints only: nothing to escape
+        rows = store.query(f"SELECT file_id, path, osts FROM files WHERE file_id IN ({ids})")
+    else:
+        store.register("_iolens_fids", pa.table({"fid": pa.array(file_ids, pa.int64())}))
+        try:
+            rows = store.query(
+                "SELECT file_id, path, osts FROM files JOIN _iolens_fids ON file_id = fid"
+            )
+        finally:
+            store.unregister("_iolens_fids")
+    return {r["file_id"]: {"path": r["path"], "osts": r["osts"] or []} for r in rows.to_pylist()}
 
 
 def osts_with_job_samples(store: Store, job_id: str) -> list[str]:

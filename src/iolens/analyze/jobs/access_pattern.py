@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from iolens.store.base import Store
+from iolens.store.queries import file_layouts
 
 #: Share of a stream's accesses one class needs to name the stream's pattern.
 DOMINANT = 0.8
@@ -41,9 +42,9 @@ def _records(store: Store, job_id: str) -> pa.Table:
         SELECT dense_rank() OVER (ORDER BY c.file_id, c.node, pid, rank, layer, c.op) - 1
             AS stream,
           c.file_id, c.node, coalesce(c.pid, -1) AS pid, coalesce(c.rank, -1) AS rank,
-          coalesce(c.layer, '') AS layer, c.op, f.path,
+          coalesce(c.layer, '') AS layer, c.op,
           c."offset" AS off, c.size, c.stride, c.count
-        FROM client_io c LEFT JOIN files f USING (file_id)
+        FROM client_io c
         WHERE c.job_id = ? AND c.op IN ('read', 'write') AND c."offset" >= 0 AND c.count > 0
         ORDER BY stream, c.t_start, c."offset"
         """,
@@ -194,11 +195,10 @@ def survey(store: Store, job_id: str, limit: int | None = None) -> Survey:
     strides = _top_strides(np.concatenate(owners), np.concatenate(steps), np.concatenate(weights))
 
     file_ids = cols["file_id"][heads].astype(np.int64)
+    # paths by id, not by a join: a dataset's files view then reads only these files
+    known = file_layouts(store, np.unique(file_ids).tolist())
     paths = np.array(
-        [
-            p if p is not None else f"<file {f}>"
-            for p, f in zip(cols["path"][heads], file_ids, strict=True)
-        ],
+        [known[f]["path"] if f in known else f"<file {f}>" for f in file_ids.tolist()],
         dtype=object,
     )
     ops = cols["op"][heads].astype(str)
