@@ -92,7 +92,9 @@ def test_cli_anomalies_json(sim_db, tmp_path):
     shutil.copy(sim_db.path, path)  # not analysed yet: the command runs the detectors
     res = run_cli("anomalies", "--db", str(path), "--json")
     assert res.returncode == 0, res.stderr
-    rows = json.loads(res.stdout)
+    doc = json.loads(res.stdout)
+    assert isinstance(doc["not_assessed"], list)
+    rows = doc["episodes"]
     for r in rows:
         assert set(r) >= {
             "kind",
@@ -110,7 +112,7 @@ def test_cli_anomalies_json(sim_db, tmp_path):
     assert all(not scores[k].misses and not scores[k].false_alarms for k in KINDS)
     slow = next(f for f in truth if f["kind"] == "slow_ost")
     res = run_cli("anomalies", "--db", str(path), "--json", "--kind", "slow_ost")
-    assert {r["component"] for r in json.loads(res.stdout)} == {slow["component"]}
+    assert {r["component"] for r in json.loads(res.stdout)["episodes"]} == {slow["component"]}
     res = run_cli("anomalies", "--db", str(path), "--component", slow["component"])
     assert res.returncode == 0 and "slow_ost" in res.stdout
     res = run_cli("anomalies", "--db", str(path), "--since", "yesterday")

@@ -8,11 +8,12 @@ window and returns anomaly episodes (rows of `iolens.model.schema.ANOMALIES`);
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Literal
 
-from iolens.analyze.components.base import Context, Detector, Episode, episodes_table
+from iolens.analyze.components.base import Context, Detector, Episode, Gap, episodes_table
 from iolens.analyze.components.cache_thrashing import CacheThrashing
 from iolens.analyze.components.low_bandwidth import LowBandwidth
 from iolens.analyze.components.metadata_storm import MetadataStorm
@@ -32,6 +33,8 @@ DETECTORS: tuple[type[Detector], ...] = (
 
 #: Key in the store's `meta` table: the newest sample time the detectors have seen.
 ANALYZED_KEY = "components_analyzed_until"
+#: Key in `meta`: what the last run could not assess (JSON list of `Gap` rows).
+GAPS_KEY = "components_gaps"
 
 
 def analyze_components(
@@ -83,11 +86,25 @@ def analyze_components(
             [*names, end, lo],
         )
         store.append("anomalies", episodes_table(episodes))
+        if done is not False:
+            store.execute(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                [GAPS_KEY, json.dumps([g.row() for g in ctx.gaps])],
+            )
         if done is not False and (done is None or done < last):
             store.execute(
                 "INSERT OR REPLACE INTO meta VALUES (?, ?)", [ANALYZED_KEY, last.isoformat()]
             )
     return len(episodes)
+
+
+def component_gaps(store: Store) -> list[dict[str, object]]:
+    """What the last detector run could not assess (`Gap` rows); empty if none recorded."""
+    try:
+        rows = store.query("SELECT value FROM meta WHERE key = ?", [GAPS_KEY]).to_pylist()
+    except StoreError:
+        return []
+    return json.loads(rows[0]["value"]) if rows else []
 
 
 def analyzed_until(store: Store) -> datetime | Literal[False] | None:
@@ -100,4 +117,13 @@ def analyzed_until(store: Store) -> datetime | Literal[False] | None:
     return datetime.fromisoformat(rows[0]["value"]) if rows else None
 
 
-__all__ = ["DETECTORS", "Context", "Detector", "Episode", "analyze_components", "analyzed_until"]
+__all__ = [
+    "DETECTORS",
+    "Context",
+    "Detector",
+    "Episode",
+    "Gap",
+    "analyze_components",
+    "analyzed_until",
+    "component_gaps",
+]

@@ -85,6 +85,31 @@ def _jsonable(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
+@dataclass(frozen=True)
+class Gap:
+    """What a detector could not assess and why, so silence is never mistaken for health.
+
+    A site reads it as a to-do: `missing` names the real file, field or topology piece
+    that is absent (e.g. "service latency: LNet router stats carry none"), `remedy` how
+    to provide it.
+    """
+
+    detector: str
+    component_kind: str
+    components: tuple[str, ...]  # the ids concerned; empty when the kind is absent
+    missing: str
+    remedy: str
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "detector": self.detector,
+            "component_kind": self.component_kind,
+            "components": list(self.components),
+            "missing": self.missing,
+            "remedy": self.remedy,
+        }
+
+
 def episodes_table(episodes: list[Episode]) -> pa.Table:
     return pa.Table.from_pylist([e.row() for e in episodes], schema=ANOMALIES)
 
@@ -165,6 +190,20 @@ class Context:
         self._grids: dict[str, Grid] = {}
         self._components: dict[str, dict[str, dict[str, Any]]] = {}
         self._memo: dict[str, Any] = {}
+        self.gaps: list[Gap] = []
+
+    def gap(
+        self,
+        detector: str,
+        component_kind: str,
+        components: list[str] | tuple[str, ...],
+        missing: str,
+        remedy: str,
+    ) -> None:
+        """Record that `detector` could not assess `components` (see `Gap`)."""
+        g = Gap(detector, component_kind, tuple(components), missing, remedy)
+        if g not in self.gaps:
+            self.gaps.append(g)
 
     def memo(self, key: str, make: Callable[[], Any]) -> Any:
         """Compute something once per run and share it between detectors."""

@@ -105,15 +105,36 @@ def anomalies(
         t_since = views.parse_since(since)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="'--since'") from None
+    from iolens.analyze.components import component_gaps
+
     with open_db(db) as store:
         ensure_components_analyzed(store)
         rows = episode_rows(store, kind, component, t_since)
+        gaps = component_gaps(store)
     if as_json:
-        print(render.to_json(rows))
+        print(render.to_json({"episodes": rows, "not_assessed": gaps}))
         return
     if not rows:
         err.print("no anomaly episodes" + (" matching the filters" if kind or component else ""))
+    else:
+        _episodes_table(rows)
+    print_gaps(gaps)
+
+
+def print_gaps(gaps: list[dict[str, Any]]) -> None:
+    """What the detectors could not assess: a blind spot is said, never left silent."""
+    if not gaps:
         return
+    err.print(Text("Not assessed (the data a real collector would need are missing):", "bold"))
+    for g in gaps:
+        ids = g.get("components") or []
+        what = ", ".join(ids[:4]) + (f" and {len(ids) - 4} more" if len(ids) > 4 else "")
+        err.print(
+            f"  {g['detector']}: {what or g['component_kind']}: {g['missing']}. {g['remedy']}"
+        )
+
+
+def _episodes_table(rows: list[dict[str, Any]]) -> None:
     # Wide terminals get the one-line summary as a column; narrow ones a numbered list below.
     wide = out.width >= 110
     table = Table(header_style="bold", pad_edge=False, title="Component anomalies")
