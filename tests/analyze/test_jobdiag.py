@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from iolens.analyze.jobs import calibration as calib
-from iolens.analyze.jobs import crosslayer, history, interference, phases, usage
-from iolens.analyze.jobs import utilisation as util
-from iolens.analyze.jobs.interference import culprits, water_fill
+from iolens.analyze.jobs import crosslayer, history, phases
+from iolens.analyze.jobs.interference import culprits
 from iolens.simulate.score import score_episodes, score_pairs
 from tests.conftest import run_cli
 
@@ -81,12 +78,6 @@ def test_dbscan_flags_a_planted_outlier_run():
     assert all(not any(verdict[f"j{i}"]) for i in range(history.MIN_RUNS))
 
 
-def test_water_fill_is_max_min_fair():
-    sec = np.array([0, 0, 0, 1])
-    alloc = water_fill(sec, np.array([0.1, 5.0, 5.0, 2.0]), np.ones(4), np.array([1.0, 1.0]))
-    assert alloc == pytest.approx([0.1, 0.45, 0.45, 1.0])
-
-
 # -- interference on the session simulation --------------------------------------------
 
 
@@ -120,51 +111,6 @@ def test_n1_interference_episode_matches_the_truth(sim_db):
     assert score.precision >= 0.9 and score.recall == 1.0
     evidence = json.loads(episodes[0]["evidence"])
     assert evidence["culprit"] == _planted(sim_db)["culprit"]
-
-
-def test_windows_of_time_add_up_to_the_whole_span(sim_db):
-    """What the distributed analysis relies on: limits, calibration and culprit tallies
-    computed window by window (each from its own seconds) equal those of the whole span."""
-    with sim_db.store() as store:
-        caps = usage.capacities(store)
-        n1 = interference.n1_jobs(store)
-        by_job = usage.bursts(usage.job_rows(store), usage.burst_windows(store), n1)
-        found = interference.diagnosis_order(b for bs in by_job.values() for b in bs)
-        lo, hi = found[0].start, max(b.end for b in found)
-        edges = interference.window_edges(lo, hi, 900)
-        assert len(edges) >= 4
-        limits = util.merge_limits(util.component_limits(store, a, b) for a, b in edges)
-        assert limits == util.component_limits(store, lo, hi)
-        loads = [util.utilisation(store, a, b, limits) for a, b in edges]
-        wins = [interference.overlapping(found, a, b) for a, b in edges]
-        assert sum(len(w) for w in wins) > len(found)  # some bursts cross an edge
-        both = list(zip(wins, loads, strict=True))
-        proc = calib.proc_rate([calib.rate_samples(w, u) for w, u in both])
-        cal = calib.fit(proc, [calib.cost_samples(w, u, caps, proc) for w, u in both], caps)
-        parts = []
-        for w, u in both:
-            shaped = [replace(b) for b in w]
-            for b in shaped:
-                b.reshape(calib.rate_of(b, cal))
-            parts.append(
-                interference.window_tallies(
-                    shaped,
-                    u,
-                    cal,
-                    caps,
-                    util.metadata_server(limits),
-                    interference.metadata_capacity(store),
-                )
-            )
-        windowed = interference.merge_tallies(parts)
-        whole_cal, whole = interference.tally_span(store, found, caps)
-    assert cal == whole_cal and cal.proc_bw is not None
-    assert windowed.keys() == whole.keys() and len(whole) > 10
-    for key, t in whole.items():
-        w = windowed[key]
-        assert (w.start, w.end, w.seconds) == (t.start, t.end, t.seconds), key
-        assert w.delay == pytest.approx(t.delay, rel=1e-9), key
-        assert w.share == pytest.approx(t.share, rel=1e-9), key
 
 
 def test_phases_stored_for_every_job_with_io(sim_db):

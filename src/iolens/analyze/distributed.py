@@ -8,11 +8,10 @@ independent, and every piece runs the unchanged analysis code on a worker:
    client-record scans) and, when every job is analysed, their interference bursts (each
    job's are cut from its own samples and records);
 2. **interference**, when every job is analysed: the span of the bursts cut into windows of
-   time, each task reading only its window's component samples and getting only the bursts
-   overlapping it. Every quantity of the diagnosis is per second, so windows give their
-   calibration samples and culprit tallies separately; the samples are pooled between
-   rounds (limits, then the per-process rate, then the N-1 and metadata costs) and the
-   tallies merged (`iolens.analyze.jobs.interference`);
+   time, each task reading only its window's target samples and getting only the bursts
+   overlapping it. Every quantity of the diagnosis is per sample, so windows give their
+   baseline histograms and culprit tallies separately; the histograms are pooled between
+   the two rounds and the tallies merged (`iolens.analyze.jobs.interference`);
 3. **cross-job assembly**: one task running `analyze_jobs` with the reports, bursts and
    merged tallies of steps 1-2: it keeps the pairs, then phases, history and the findings
    rules, which need every job's results but no samples;
@@ -38,26 +37,10 @@ import pyarrow.compute as pc
 
 from iolens.analyze.components import DETECTORS, Context, Detector, Episode, analyze_components
 from iolens.analyze.findings import Finding
-from iolens.analyze.jobs import interference, usage
-from iolens.analyze.jobs.calibration import (
-    Calibration,
-    CostSamples,
-    cost_samples,
-    fit,
-    proc_rate,
-    rate_of,
-    rate_samples,
-)
-from iolens.analyze.jobs.usage import EVERYTHING, Burst, capacities
-from iolens.analyze.jobs.utilisation import (
-    LOOKAHEAD_S,
-    Limits,
-    Utilisation,
-    component_limits,
-    merge_limits,
-    metadata_server,
-    utilisation,
-)
+from iolens.analyze.jobs import baseline, interference, service, usage
+from iolens.analyze.jobs.baseline import Baseline
+from iolens.analyze.jobs.service import LOOKAHEAD_S, Samples
+from iolens.analyze.jobs.usage import EVERYTHING, Burst
 from iolens.analyze.pipeline import analyze_jobs
 from iolens.analyze.report import JobReport, build_many
 from iolens.errors import StoreError
@@ -191,62 +174,44 @@ def _window(lo: int, hi: int, *picks: list[Burst]) -> interference.TimeWindow:
     )
 
 
-def limits_task(snapshot: Snapshot, lo: int, hi: int) -> dict[str, Limits]:
+def samples_task(snapshot: Snapshot, lo: int, hi: int) -> Samples:
     store = worker_store(snapshot)
     try:
-        return component_limits(store, lo, hi)
+        return service.load(store, lo, hi)
     finally:
         store.close()
-
-
-def load_task(snapshot: Snapshot, lo: int, hi: int, limits: dict[str, Limits]) -> Utilisation:
-    store = worker_store(snapshot)
-    try:
-        return utilisation(store, lo, hi, limits)
-    finally:
-        store.close()
-
-
-def _rates(w: interference.TimeWindow, u: Utilisation) -> Any:
-    return rate_samples(w.bursts, u)
-
-
-def _costs(
-    w: interference.TimeWindow, u: Utilisation, caps: dict[str, Any], proc_bw: float | None
-) -> CostSamples:
-    return cost_samples(w.bursts, u, caps, proc_bw)
 
 
 def _tallies(
     w: interference.TimeWindow,
-    u: Utilisation,
-    cal: Calibration,
-    caps: dict[str, Any],
-    limits: dict[str, Limits],
-    mds_cap: float | None,
-) -> interference.Tallies:
-    shaped = [replace(b) for b in w.bursts]  # reshaped copies: the window's stay as cut
-    for b in shaped:
-        b.reshape(rate_of(b, cal))
-    return interference.window_tallies(shaped, u, cal, caps, metadata_server(limits), mds_cap)
+    samples: Samples,
+    fitted: Baseline,
+    n1: frozenset[str],
+    degraded: interference.Degraded,
+) -> tuple[interference.Tallies, dict[str, float]]:
+    return interference.window_tallies(samples, fitted, w.bursts, set(n1), degraded)
 
 
 def _together(
-    cal: Calibration, parts: list[interference.Tallies]
-) -> tuple[Calibration, interference.Tallies]:
-    return cal, interference.merge_tallies(parts)
+    fitted: Baseline, parts: list[tuple[interference.Tallies, dict[str, float]]]
+) -> tuple[Baseline, interference.Tallies, dict[str, float]]:
+    other: dict[str, float] = {}
+    for _, lost in parts:
+        for v, d in lost.items():
+            other[v] = other.get(v, 0.0) + d
+    return fitted, interference.merge_tallies(t for t, _ in parts), other
 
 
 def _interference_windows(
     client: Any, store: DatasetStore, snapshot: Snapshot, chunks: list[Any]
 ) -> tuple[Any, int, int]:
-    """Submits step 2: a future of (calibration, tallies), the number of windows and of
-    tasks.
+    """Submits step 2: a future of (baseline, tallies, losses to other clients), the number
+    of windows and of tasks.
 
-    Each window's task reads only the component samples of its seconds, and gets only the
-    bursts overlapping them; the limits, the rate and the cost fits are pooled between the
-    rounds (`iolens.analyze.jobs.calibration`), all as tasks: the client waits only for the
-    bursts' span.
+    Each window's task reads only the target samples of its seconds, and gets only the
+    bursts overlapping them; the baseline histograms are pooled between the two rounds
+    (`iolens.analyze.jobs.baseline`), all as tasks: the client waits only for the bursts'
+    span.
     """
     facts = client.gather([client.submit(_facts, c, pure=False) for c in chunks])
     spans = [(lo, hi) for lo, hi, _ in facts if lo is not None]
@@ -254,9 +219,8 @@ def _interference_windows(
         return None, 0, len(chunks)
     modes = {j: m for _, _, ms in facts for j, m in ms.items()}
     n1 = frozenset(interference.n1_jobs(store, modes))
-    t0, t1 = min(lo for lo, _ in spans), max(hi for _, hi in spans)
-    caps = capacities(store)
-    mds_cap = interference.metadata_capacity(store)
+    degraded = interference.degraded_targets(store)
+    t0, t1 = interference.sample_span(min(lo for lo, _ in spans), max(hi for _, hi in spans))
     edges = interference.window_edges(t0, t1, WINDOW_S)
 
     def submit(fn: Callable[..., Any], *args: Any) -> Any:
@@ -269,16 +233,14 @@ def _interference_windows(
     wins = [
         submit(_window, lo, hi, *[submit(_pick, c, lo, hi, n1) for c in chunks]) for lo, hi in edges
     ]
-    parts = list(zip(snaps, edges, strict=True))
-    limits = submit(merge_limits, [submit(limits_task, sn, lo, hi) for sn, (lo, hi) in parts])
-    loads = [submit(load_task, sn, lo, hi, limits) for sn, (lo, hi) in parts]
-    both = list(zip(wins, loads, strict=True))
-    proc_bw = submit(proc_rate, [submit(_rates, w, u) for w, u in both])
-    cal = submit(fit, proc_bw, [submit(_costs, w, u, caps, proc_bw) for w, u in both], caps)
-    tallies = [submit(_tallies, w, u, cal, caps, limits, mds_cap) for w, u in both]
-    # per chunk its facts; per window a pick per chunk and six tasks; four poolings
-    tasks = len(chunks) + len(edges) * (len(chunks) + 6) + 4
-    return submit(_together, cal, tallies), len(edges), tasks
+    loaded = [submit(samples_task, sn, lo, hi) for sn, (lo, hi) in zip(snaps, edges, strict=True)]
+    fitted = submit(baseline.merge, [submit(baseline.samples, s) for s in loaded])
+    tallies = [
+        submit(_tallies, w, s, fitted, n1, degraded) for w, s in zip(wins, loaded, strict=True)
+    ]
+    # per chunk its facts; per window a pick per chunk and four tasks; one pooling
+    tasks = len(chunks) + len(edges) * (len(chunks) + 4) + 2
+    return submit(_together, fitted, tallies), len(edges), tasks
 
 
 def detect_task(

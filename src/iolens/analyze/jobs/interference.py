@@ -1,25 +1,39 @@
-"""Who slowed whom: culprit jobs for every job whose I/O waited on a shared component.
+"""Who slowed whom: culprit jobs for every job whose requests waited on a shared target.
 
-Beacon (section 4.1, Table 5) found that a job's I/O is slowed by the neighbours that load
-the same forwarding node, OST or metadata server while it runs, and most of all by N-1
-jobs, whose slow shared-file requests hold forwarder threads. For each second of a
-victim's I/O bursts this module estimates
+Beacon (section 4.1, Table 5) found a job's I/O slowed by the neighbours that load the
+same forwarding node, OST or metadata server while it runs, and most of all by N-1 jobs,
+whose slow shared-file requests hold server threads. This module measures that from what
+real servers report (`service.py`): per target and sample, each job's busy time (its
+requests x their handling time, Lustre jobstats `[usecs]`) and each job's latency per
+request (handling plus the queue wait of the target's server, `req_waittime`).
 
-* how much the victim was slowed: 1 - (what it completed) / (what it asked for, i.e. the
-  work it still had, capped by what its processes can drive);
-* which component held it back: the forwarder whose thread pool gave it the smallest
-  fraction of its demand, an OST loaded beyond its capacity, or (metadata bursts) the MDS;
-* each other job's share of that component: of the forwarder's thread time (a FIFO thread
-  pool shares threads by outstanding requests x service time, so it is reconstructed by
-  water-filling), of the OST's offered load, or of the MDS's metadata ops.
+* **How much the victim lost.** A job's requests cost what they would cost alone
+  (`baseline.py`, fitted from the samples in which a job had a target to itself) and
+  the rest is contention: in a sample, the share of the victim's time at the target lost
+  to it is `1 - uncontended / observed latency`. A closed-loop client (each process keeps
+  a bounded number of requests in flight) progresses in inverse proportion to its
+  latency, so that share is exactly its slowdown there. Per second of the victim's
+  bursts, the target with the largest share held it back (its stripes or files progress
+  only as fast as the slowest); the victim lost that share of the second. Samples where
+  noise makes the latency fall below the baseline count negatively, so noise cancels over
+  a burst instead of adding up.
+* **Who caused it.** The baseline already holds what a job's own load costs it, so the
+  excess is the others' doing: each other job is charged the lost time times its share of
+  the busy time the others gave the target in that sample (N-1 jobs, whose requests hold
+  a thread longer, weigh more by themselves). What no scheduler job accounts for (clients
+  outside jobs, untagged `procname.uid` processes) is kept as the victim's loss to "other
+  clients".
+* **A degraded target** is not its neighbours' fault: while a `slow_ost` episode covers
+  a target, the uncontended latency there is raised by the episode's measured slowdown.
 
-A culprit's delay is the victim's slowdown times the culprit's share, summed over the
-seconds they overlapped. A pair is kept when the culprit cost the victim at least
-`MIN_DELAY_S` and `MIN_SHARE` of its I/O time. The inputs are server samples only: per-job
-rows (forwarders attribute requests by client node, jobstats on OSTs and the MDS) and the
-component totals (queue length and active threads give the offered load, service time the
-capacity). N-1 requests' longer thread holding and OST lock penalty are fitted from the
-same samples where possible.
+A pair (victim, culprit) is kept when the culprit cost the victim at least `MIN_DELAY_S`
+and `MIN_SHARE` of its I/O time. Each quantity is per sample, so windows of time give
+their baseline histograms and tallies separately and the span's are their sums
+(`window_tallies`, `merge_tallies`, `baseline.merge`): the distributed analysis relies on it.
+
+What it cannot see is said, not guessed: targets with no latency (no `[usecs]` counters)
+and forwarders whose only counters are LNet's (no latency, no per-client work) are listed
+in the diagnosis's `gaps`.
 """
 
 from __future__ import annotations
@@ -35,105 +49,47 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from iolens.analyze.jobs.calibration import (
-    Calibration,
-    ask_of,
-    cost_samples,
-    cut,
-    fit,
-    proc_rate,
-    rate_of,
-    rate_samples,
-)
+from iolens.analyze.jobs import baseline as base
+from iolens.analyze.jobs import service
+from iolens.analyze.jobs.baseline import Baseline
+from iolens.analyze.jobs.service import META, Samples
 from iolens.analyze.jobs.usage import (
     EVERYTHING,
     Burst,
-    Capacity,
     Span,
     burst_windows,
     bursts,
-    capacities,
 )
 from iolens.analyze.jobs.usage import job_rows as usage_rows
-from iolens.analyze.jobs.utilisation import (
-    Utilisation,
-    component_limits,
-    metadata_server,
-    utilisation,
-)
 from iolens.model.schema import ANOMALIES, INTERFERENCE
 from iolens.store.base import Store
 
 MIN_DELAY_S = 10.0  # a culprit must cost the victim at least this much I/O time ...
 MIN_SHARE = 0.25  # ... and at least this share of the victim's I/O time
-MIN_SLOWDOWN = 0.05  # seconds slowed by less than this are noise
 MINOR_COMPONENT = 0.05  # a kept pair's components carrying less of its delay are not listed
-# An N-1 job is a forwarder-wide anomaly (`n1_interference`) when it spans at least this
-# share of the compute nodes behind the forwarder: it then floods the thread pool
-# (Beacon: "particularly when N is large").
-N1_EPISODE_NODE_SHARE = 0.5
-SMALL_REQUEST = 64 * 1024  # below this a burst is IOPS-bound ("high_iops")
+#: Beacon 4.1: N-1 jobs harm the neighbours sharing their forwarding nodes "particularly
+#: when N is large (e.g., over 32 compute nodes)". An N-1 culprit with more nodes than this
+#: behind a forwarder, with kept victims behind the same forwarder, is an episode.
+N1_MIN_NODES = 32
+SMALL_REQUEST = 64 * 1024  # below this a culprit's requests make it IOPS-bound ("high_iops")
 DETECTOR = "interference"
+OTHER = "(other clients)"  # the victim's loss to no scheduler job
 
 
-def water_fill(
-    sec: np.ndarray, demand: np.ndarray, weight: np.ndarray, capacity: np.ndarray
-) -> np.ndarray:
-    """Max-min fair shares of a capacity per second, weighted, never above demand.
-
-    Entries are (second, demand, weight); `capacity` is indexed by second. Vectorised over
-    all seconds at once: within a second, entries sorted by demand/weight are satisfied
-    while their demand fits the fair level left for them; the rest share what is left in
-    proportion to their weights.
-    """
-    n = len(sec)
-    if n == 0:
-        return np.zeros(0)
-    ratio = demand / np.maximum(weight, 1e-300)
-    order = np.lexsort((ratio, sec))
-    s, d, w, r = sec[order], demand[order], weight[order], ratio[order]
-    starts = np.r_[0, np.nonzero(np.diff(s))[0] + 1]
-    group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, n]))
-    d_before, w_from = _within_seconds(d, w, starts, group)
-    level = (capacity[s] - d_before) / np.maximum(w_from, 1e-300)
-    pos = np.arange(n)
-    first = np.minimum.reduceat(np.where(r > level, pos, n), starts)[group]
-    level_star = np.where(first < n, level[np.minimum(first, n - 1)], np.inf)
-    alloc = np.where(pos < first, d, level_star * w)
-    out = np.empty(n)
-    out[order] = alloc
-    return out
-
-
-def _within_seconds(
-    d: np.ndarray, w: np.ndarray, starts: np.ndarray, group: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per entry: the demand of the entries before it in its second, and the weight of it
-    and those after it. Summed rank by rank within each second (not as a running sum over
-    all seconds), so the figures of a second do not depend on the other seconds passed in
-    with it: a window gives the same allocations as the whole span."""
-    n = len(d)
-    sizes = np.diff(np.r_[starts, n])
-    d_before, w_before = np.empty(n), np.empty(n)
-    acc_d, acc_w = np.zeros(len(starts)), np.zeros(len(starts))
-    for k in range(int(sizes.max())):
-        live = sizes > k
-        i = starts[live] + k
-        d_before[i], w_before[i] = acc_d[live], acc_w[live]
-        acc_d[live] += d[i]
-        acc_w[live] += w[i]
-    return d_before, acc_w[group] - w_before
+def feature_of(n1: bool, direction: int, size: float) -> str:
+    """The interference-prone trait of a culprit (Beacon Appendix B)."""
+    if direction == META:
+        return "high_md"
+    if n1:
+        return "n1"
+    if size < SMALL_REQUEST:
+        return "high_iops"
+    return "high_bw"
 
 
 def feature(b: Burst) -> str:
-    """The interference-prone trait of a culprit burst (Beacon Appendix B)."""
-    if b.n1:
-        return "n1"
-    if b.kind == "meta":
-        return "high_md"
-    if b.request_size < SMALL_REQUEST:
-        return "high_iops"
-    return "high_bw"
+    """The trait of a culprit burst, as `feature_of` for its requests."""
+    return feature_of(b.n1, META if b.kind == "meta" else 0, b.request_size)
 
 
 @dataclass
@@ -148,7 +104,7 @@ class Contribution:
     end: int
     delay_s: float
     seconds: int
-    share: float  # mean share of the component while it held the victim back
+    share: float  # mean share of the component's busy time while it held the victim back
 
 
 @dataclass
@@ -157,21 +113,10 @@ class Diagnosis:
     io_seconds: dict[str, float]  # victim -> seconds in I/O bursts
     delays: dict[tuple[str, str], float]  # (victim, culprit) -> total delay, all pairs
     bursts: dict[str, list[Burst]]
-    calibration: Calibration
+    baseline: Baseline
     episodes: list[dict[str, Any]]
-
-
-@dataclass
-class _Loads:
-    """Per burst, over a window: what it asks, its forwarder allocations and demands, its
-    OST loads."""
-
-    ask: np.ndarray
-    asked: np.ndarray  # after an overloaded MDS scaled it (metadata bursts)
-    alloc: dict[str, np.ndarray] = field(default_factory=dict)
-    demand: dict[str, np.ndarray] = field(default_factory=dict)
-    ost: dict[str, np.ndarray] = field(default_factory=dict)
-    md: np.ndarray | None = None
+    other: dict[str, float] = field(default_factory=dict)  # victim -> s lost to no job
+    gaps: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -222,9 +167,9 @@ def overlapping(bursts: Iterable[Burst], lo: int, hi: int) -> list[Burst]:
     return [b for b in bursts if b.start < hi and b.end > lo]
 
 
-#: The calibration and tallies of a span computed elsewhere, window by window (the
+#: The baseline and tallies of a span computed elsewhere, window by window (the
 #: distributed analysis, `iolens.analyze.distributed`); `diagnose` then only assembles.
-PRECOMPUTED: ContextVar[tuple[Calibration, Tallies] | None] = ContextVar(
+PRECOMPUTED: ContextVar[tuple[Baseline, Tallies, dict[str, float]] | None] = ContextVar(
     "iolens_precomputed_windows", default=None
 )
 
@@ -240,155 +185,115 @@ def merge_tallies(parts: Iterable[Tallies]) -> Tallies:
     return out
 
 
+Degraded = dict[str, list[tuple[float, float, float]]]  # target -> [(t0, t1, slowdown)]
+
+
+def degraded_targets(store: Store) -> Degraded:
+    """Stored slow-target episodes: their span and measured slowdown, per target."""
+    rows = store.query(
+        'SELECT component_id, epoch("start") AS s, epoch(coalesce("end", now()::TIMESTAMP)) '
+        "AS e, evidence FROM anomalies WHERE kind = 'slow_ost'"
+    ).to_pylist()
+    out: Degraded = defaultdict(list)
+    for r in rows:
+        try:
+            slow = float(json.loads(r["evidence"] or "{}").get("slowdown") or 1.0)
+        except (ValueError, TypeError):
+            slow = 1.0
+        if slow > 1.0:
+            out[r["component_id"]].append((r["s"], r["e"], slow))
+    return dict(out)
+
+
+def _expand(start: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(owner index, second) for every second of every [start, start + count)."""
+    owner = np.repeat(np.arange(len(start)), count)
+    offset = np.arange(len(owner)) - np.repeat(np.cumsum(count) - count, count)
+    return owner, np.repeat(start, count) + offset
+
+
 def window_tallies(
+    s: Samples,
+    baseline: Baseline,
     found: list[Burst],
-    u: Utilisation,
-    cal: Calibration,
-    caps: dict[str, Capacity],
-    mds: str | None,
-    mds_cap: float | None,
-) -> Tallies:
-    """Every victim's slowdown in the window's seconds, split between the culprits.
+    n1: set[str],
+    degraded: Degraded | None = None,
+) -> tuple[Tallies, dict[str, float]]:
+    """Every victim's lost time in the window's samples, split between the culprits.
 
-    `found` are the bursts overlapping the window, in diagnosis order, reshaped with the
-    calibration. Every quantity is per second, so a span's tallies are the merged tallies
-    of its windows.
+    `found` are the bursts of the jobs (their seconds are the victims' I/O time). Returns
+    the tallies and, per victim, the time lost to clients of no scheduler job.
     """
-    t0, n = u.t0, u.n
-    rho_mds = u.of(mds) if mds else np.zeros(n)
-    mds_factor = np.minimum(1.0, 1.0 / np.maximum(rho_mds, 1e-9))
-
-    # What every burst asks of every component.
-    loads: list[_Loads] = []
-    entries: dict[str, list[tuple[int, np.ndarray, np.ndarray]]] = defaultdict(list)
-    md_forwarder: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(n))
-    ost_total: dict[str, np.ndarray] = defaultdict(lambda: np.zeros(n))
-    md_pre, md_post = np.zeros(n), np.zeros(n)
-    spans = []
-    for i, b in enumerate(found):
-        bs, ws = cut(b, u)
-        spans.append((bs, ws))
-        ask = ask_of(b, cal)[bs]
-        asked = ask * mds_factor[ws] if b.kind == "meta" else ask
-        ld = _Loads(ask, asked)
-        for f, (nb, no) in b.fwd_work.items():
-            if f not in caps or no <= 0:
-                continue
-            unit = caps[f].cost(nb, no) / no * (cal.n1_fwd if b.n1 else 1.0)
-            entries[f].append((i, asked * unit * no / b.units, b.procs.get(f, 1) * unit))
-            if b.kind == "meta":
-                md_forwarder[f][ws] += asked * b.md_ops / b.units * no / b.units
-        for o, (nb, no) in b.ost_work.items():
-            if o not in caps:
-                continue
-            pen = cal.n1_ost.get(b.kind, 1.0) if b.n1 else 1.0
-            ld.ost[o] = ask * caps[o].cost(nb, no) / b.units * pen
-            ost_total[o][ws] += ld.ost[o]
-        if b.kind == "meta":
-            ld.md = asked * b.md_ops / b.units
-            md_pre[ws] += ask * b.md_ops / b.units
-            md_post[ws] += ld.md
-        loads.append(ld)
-    # The MDS's other load (login-node storms) = offered load not explained by the jobs.
-    md_total = md_post + np.maximum(0.0, rho_mds * (mds_cap or 0.0) - md_pre)
-
-    # Forwarder thread time: water-fill each forwarder's data capacity (what metadata,
-    # served first, leaves) by outstanding requests x service time.
-    fwd_total: dict[str, np.ndarray] = {}
-    for f, ents in entries.items():
-        sec = np.concatenate([np.arange(spans[i][1].start, spans[i][1].stop) for i, _, _ in ents])
-        dem = np.concatenate([d for _, d, _ in ents])
-        wgt = np.concatenate([np.full(len(d), w) for _, d, w in ents])
-        cap = u.cap(f)
-        data_cap = np.maximum(cap - md_forwarder[f] * cal.md_per_op.get(f, 0.0), 0.05 * cap)
-        alloc = water_fill(sec, dem, wgt, data_cap)
-        fwd_total[f] = np.bincount(sec, alloc, n)
-        k = 0
-        for i, d, _ in ents:
-            loads[i].alloc[f] = alloc[k : k + len(d)]
-            loads[i].demand[f] = d
-            k += len(d)
-
     out: Tallies = {}
-    for vi, v in enumerate(found):
-        lv = loads[vi]
-        vs, ws = spans[vi]
-        v0, v1 = ws.start + t0, ws.stop + t0  # the victim's seconds in this window
-        dur = v1 - v0
-        lost = 1.0 - np.minimum(1.0, v.done[vs] / np.maximum(lv.ask, 1e-9))
-        lost = np.where(lost >= MIN_SLOWDOWN, lost, 0.0)
-        if not lost.any():
+    lost_other: dict[str, float] = defaultdict(float)
+    if len(s) == 0 or not s.latency_known:
+        return out, {}
+    l0 = baseline.alone(s)
+    if degraded:
+        for comp, spans in degraded.items():
+            on = s.component == comp
+            for t0, t1, slow in spans:
+                m = on & (s.t_end > t0) & (s.t_end - s.dt < t1)
+                l0[m] *= slow
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slowed = np.clip(1.0 - l0 / s.latency, -1.0, 1.0)
+    usable = np.isfinite(slowed) & s.known
+    order = np.argsort(s.group, kind="stable")
+    starts = np.searchsorted(s.group[order], np.arange(len(s.group_busy)))
+    ends = np.r_[starts[1:], len(order)]
+    size = s.size
+    spans: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for b in found:
+        spans[b.job_id].append((b.start, b.end))
+    for v in sorted(set(s.job[usable].tolist()) & set(spans)):
+        rows = np.flatnonzero(usable & (s.job == v))
+        first = np.floor(s.t_end[rows] - s.dt[rows]).astype(np.int64)
+        count = np.maximum(1, np.round(s.dt[rows]).astype(np.int64))
+        owner, sec = _expand(first, count)
+        # the victim's I/O seconds only
+        active = np.zeros(len(sec), bool)
+        for a, b in spans[v]:
+            active |= (sec >= a) & (sec < b)
+        owner, sec = owner[active], sec[active]
+        if len(sec) == 0:
             continue
-        # The limiting component each second: smallest granted fraction wins, ties to
-        # the forwarder (requests queue there first).
-        fwds = list(lv.alloc)
-        f_ratio = (
-            np.stack([np.minimum(1, lv.alloc[f] / np.maximum(lv.demand[f], 1e-300)) for f in fwds])
-            if fwds
-            else np.ones((1, dur))
-        )
-        f_fwd = f_ratio.min(0)
-        osts = list(lv.ost)
-        if osts:
-            o_rho = np.stack([u.of(o)[ws] for o in osts])
-            f_ost, o_idx = 1.0 / np.maximum(1.0, o_rho.max(0)), o_rho.argmax(0)
-        else:
-            f_ost, o_idx = np.ones(dur), np.zeros(dur, int)
-        f_mds = mds_factor[ws] if v.kind == "meta" else np.ones(dur)
-        at_ost = f_ost < f_fwd
-        at_mds = (f_mds < np.minimum(f_fwd, f_ost)) & ~at_ost
-        at_fwd = ~at_ost & ~at_mds
-        f_idx = f_ratio.argmin(0)
-        # Only the components that held the victim back in a second it lost can carry a
-        # culprit's delay: the culprit loop looks at those alone (most of a wide job's
-        # forwarders and OSTs never limit it).
-        live = lost > 0
-        fwd_held = [(fwds[k], at_fwd & (f_idx == k)) for k in np.unique(f_idx[at_fwd & live])]
-        ost_held = [(osts[k], at_ost & (o_idx == k)) for k in np.unique(o_idx[at_ost & live])]
-        mds_held = mds is not None and v.kind == "meta" and bool((at_mds & live).any())
-        if not (fwd_held or ost_held or mds_held):
-            continue
-        for ci, c in enumerate(found):
-            if c.start >= v1:
-                break  # diagnosis order: no later burst overlaps
-            c0, c1 = spans[ci][1].start + t0, spans[ci][1].stop + t0
-            if c.job_id == v.job_id or c1 <= v0:
-                continue
-            lc = loads[ci]
-            lo_t, hi_t = max(v0, c0), min(v1, c1)
-            iv = slice(lo_t - v0, hi_t - v0)
-            ic = slice(lo_t - c0, hi_t - c0)
-            it = slice(lo_t - t0, hi_t - t0)
-            parts: list[tuple[str, np.ndarray]] = []
-            for f, held in fwd_held:
-                if f in lc.alloc:
-                    share = lc.alloc[f][ic] / np.maximum(fwd_total[f][it], 1e-12)
-                    parts.append((f, np.where(held[iv], share, 0.0)))
-            for o, held in ost_held:
-                if o in lc.ost:
-                    share = lc.ost[o][ic] / np.maximum(ost_total[o][it], 1e-12)
-                    parts.append((o, np.where(held[iv], share, 0.0)))
-            if mds and mds_held and lc.md is not None:
-                share = lc.md[ic] / np.maximum(md_total[it], 1e-12)
-                parts.append((mds, np.where(at_mds[iv], share, 0.0)))
-            for comp, share in parts:
-                delay = lost[iv] * share
-                total = float(delay.sum())
-                if total <= 0:
+        # per second, the target that held the victim back most
+        pick = np.lexsort((-slowed[rows][owner], sec))
+        sec_sorted = sec[pick]
+        firsts = np.r_[True, sec_sorted[1:] != sec_sorted[:-1]]
+        win_owner, win_sec = owner[pick][firsts], sec_sorted[firsts]
+        for k in np.unique(win_owner):
+            r = rows[k]
+            held = win_sec[win_owner == k]
+            lost = float(slowed[r]) * len(held)
+            g = s.group[r]
+            members = order[starts[g] : ends[g]]
+            others = s.group_busy[g] - s.busy[r]  # the load that is not the victim's own
+            if others <= 1e-9 * s.group_busy[g]:
+                continue  # alone on the target: nobody to blame (and nothing to lose)
+            lost_other[v] += lost * s.group_other[g] / others
+            comp = str(s.component[r])
+            for m in members:
+                c = str(s.job[m])
+                if c == v or not s.known[m]:
                     continue
-                hit = np.nonzero(delay > 0)[0]
-                t = out.setdefault((v.job_id, c.job_id, comp), Tally())
+                part = float(s.busy[m] / others)
+                delay = lost * part
+                key = (v, c, comp)
+                t = out.get(key)
+                if t is None:
+                    t = out[key] = Tally()
                 t.merge(
                     Tally(
-                        total,
-                        lo_t + int(hit[0]),
-                        lo_t + int(hit[-1]) + 1,
-                        len(hit),
-                        float(share[hit].sum()),
-                        {feature(c): total},
+                        delay,
+                        int(held.min()),
+                        int(held.max()) + 1,
+                        len(held),
+                        part * len(held),
+                        {feature_of(c in n1, int(s.direction[m]), float(size[m])): delay},
                     )
                 )
-    return out
+    return out, dict(lost_other)
 
 
 def n1_jobs(store: Store, modes: dict[str, str | None] | None = None) -> set[str]:
@@ -403,9 +308,8 @@ def n1_jobs(store: Store, modes: dict[str, str | None] | None = None) -> set[str
 
 
 #: Every job's bursts, cut elsewhere: the distributed analysis (`iolens.analyze.distributed`)
-#: cuts each job's next to its report, in parallel, for a diagnosis over all data. Every
-#: job with client records has a job row (trace batches carry one), so no job with bursts
-#: is missing from them. `n1` is set here.
+#: cuts each job's next to its report, in parallel, for a diagnosis over all data. `n1` is
+#: set here.
 PRECUT_BURSTS: ContextVar[dict[str, list[Burst]] | None] = ContextVar(
     "iolens_precut_bursts", default=None
 )
@@ -425,25 +329,55 @@ def mark_n1(found: list[Burst], n1: bool) -> None:
         b.n1 = n1 and b.kind != "meta"
 
 
-def metadata_capacity(store: Store) -> float | None:
-    return store.query(
-        "SELECT max(peak_ops) AS c FROM components WHERE kind IN ('mds', 'mdt')"
-    ).to_pylist()[0]["c"]
+#: Samples read around the bursts' span: a burst's first and last seconds lie inside
+#: samples whose intervals start before or end after it.
+SAMPLE_MARGIN_S = 60
+
+
+def sample_span(first_start: int, last_end: int) -> tuple[int, int]:
+    """The sample intervals [lo, hi) the diagnosis of bursts over [first, last) reads."""
+    return first_start - SAMPLE_MARGIN_S, last_end + SAMPLE_MARGIN_S
 
 
 def tally_span(
-    store: Store, found: list[Burst], caps: dict[str, Capacity]
-) -> tuple[Calibration, Tallies]:
-    """The calibration and tallies over the bursts' span as one window."""
-    lo, hi = found[0].start, max(b.end for b in found)
-    limits = component_limits(store, lo, hi)
-    u = utilisation(store, lo, hi, limits)
-    proc_bw = proc_rate([rate_samples(found, u)])
-    cal = fit(proc_bw, [cost_samples(found, u, caps, proc_bw)], caps)
-    for b in found:
-        b.reshape(rate_of(b, cal))
-    tallies = window_tallies(found, u, cal, caps, metadata_server(limits), metadata_capacity(store))
-    return cal, tallies
+    store: Store, lo: int, hi: int, found: list[Burst], n1: set[str]
+) -> tuple[Baseline, Tallies, dict[str, float], Samples]:
+    """The baseline and tallies over the samples starting in [lo, hi), as one window."""
+    samples = service.load(store, lo, hi)
+    fitted = base.samples(samples)
+    tallies, other = window_tallies(samples, fitted, found, n1, degraded_targets(store))
+    return fitted, tallies, other, samples
+
+
+def gaps(store: Store, samples: Samples | None) -> list[dict[str, Any]]:
+    """What the interference analysis could not see in this store, and how to provide it."""
+    out = []
+    if samples is not None and len(samples) and not samples.latency_known:
+        out.append(
+            {
+                "missing": "request latency on the OSTs/MDTs (no [usecs] counters: Lustre < 2.12)",
+                "remedy": "with Lustre 2.10 the latency comes only from brw_stats; upgrade "
+                "to 2.12+ for jobstats latency",
+            }
+        )
+    if samples is not None and len(samples) and not samples.waits_known:
+        out.append(
+            {
+                "missing": "queue waits of the OSS/MDS services (ost/OSS/ost_io, mds/MDS/mdt)",
+                "remedy": "run the agent's lustre_oss/lustre_mds sources on the servers",
+            }
+        )
+    n_fwd = (
+        store.query("SELECT count(DISTINCT forwarder) AS n FROM forwarding").column("n")[0].as_py()
+    )
+    if not n_fwd:
+        out.append(
+            {
+                "missing": "the forwarding map (which compute nodes use which forwarder)",
+                "remedy": "load it with `iolens site topology`",
+            }
+        )
+    return out
 
 
 def diagnose(
@@ -452,18 +386,18 @@ def diagnose(
     n1: set[str] | None = None,
 ) -> Diagnosis:
     """Culprits of every job with I/O in `span` (all data by default)."""
-    caps = capacities(store)
-    by_job = _bursts(store, span, n1_jobs(store) if n1 is None else n1)
+    n1 = n1_jobs(store) if n1 is None else n1
+    by_job = _bursts(store, span, n1)
     found = diagnosis_order(b for bs in by_job.values() for b in bs)
     if not found:
-        return Diagnosis([], {}, {}, by_job, Calibration(), [])
+        return Diagnosis([], {}, {}, by_job, Baseline(), [], gaps=gaps(store, None))
     pre = PRECOMPUTED.get()
+    samples: Samples | None = None
     if pre is None:
-        cal, tallies = tally_span(store, found, caps)
+        lo, hi = sample_span(found[0].start, max(b.end for b in found))
+        fitted, tallies, other, samples = tally_span(store, lo, hi, found, n1)
     else:
-        cal, tallies = pre
-        for b in found:
-            b.reshape(rate_of(b, cal))
+        fitted, tallies, other = pre
     io_seconds: dict[str, float] = defaultdict(float)
     for b in found:
         io_seconds[b.job_id] += b.duration
@@ -486,54 +420,60 @@ def diagnose(
         for (victim, culprit, comp), t in tallies.items()
         if (victim, culprit) in kept and t.delay >= MINOR_COMPONENT * delays[(victim, culprit)]
     ]
-    diag = Diagnosis(pairs, dict(io_seconds), dict(delays), by_job, cal, [])
-    diag.episodes = n1_episodes(store, diag)
+    diag = Diagnosis(
+        pairs, dict(io_seconds), dict(delays), by_job, fitted, [], other, gaps(store, samples)
+    )
+    diag.episodes = n1_episodes(store, diag, n1)
     return diag
 
 
-def n1_episodes(store: Store, diag: Diagnosis) -> list[dict[str, Any]]:
-    """`n1_interference` anomalies: a large N-1 job flooding a forwarder's thread pool.
+def n1_episodes(store: Store, diag: Diagnosis, n1: set[str]) -> list[dict[str, Any]]:
+    """`n1_interference` anomalies by Beacon's criterion (section 4.1).
 
-    One episode per (culprit, forwarder) with kept victims through that forwarder, when the
-    culprit spans at least `N1_EPISODE_NODE_SHARE` of the forwarder's compute nodes. The
-    window is the culprit's N-1 bursts that overlapped its victims.
+    An N-1 culprit with more than `N1_MIN_NODES` compute nodes behind a forwarder, and kept
+    victims whose nodes sit behind the same forwarder: one episode per (culprit, forwarder),
+    spanning the culprit's N-1 bursts that overlapped its victims' losses.
     """
-    rows = [p for p in diag.pairs if p.feature == "n1"]
+    rows = [p for p in diag.pairs if p.culprit in n1]
     if not rows:
         return []
-    culprits = sorted({p.culprit for p in rows})
-    behind = {
-        r["forwarder"]: r["n"]
-        for r in store.query(
-            "SELECT forwarder, count(*) AS n FROM forwarding GROUP BY forwarder"
-        ).to_pylist()
-    }
-    store.register("_iolens_culprits", pa.table({"job_id": culprits}))
+    jobs = sorted({p.culprit for p in rows} | {p.victim for p in rows})
+    store.register("_iolens_n1", pa.table({"job_id": jobs}))
     try:
         spans = store.query(
             "SELECT j.job_id, f.forwarder, count(*) AS n FROM jobs j "
-            "JOIN _iolens_culprits USING (job_id), unnest(j.nodes) AS t(node) "
+            "JOIN _iolens_n1 USING (job_id), unnest(j.nodes) AS t(node) "
             "JOIN forwarding f ON f.compute_node = t.node GROUP BY ALL"
         ).to_pylist()
+        behind = {
+            r["forwarder"]: r["n"]
+            for r in store.query(
+                "SELECT forwarder, count(*) AS n FROM forwarding GROUP BY forwarder"
+            ).to_pylist()
+        }
     finally:
-        store.unregister("_iolens_culprits")
-    nodes = {(r["job_id"], r["forwarder"]): r["n"] for r in spans}
+        store.unregister("_iolens_n1")
+    nodes: dict[str, dict[str, int]] = defaultdict(dict)
+    for r in spans:
+        nodes[r["job_id"]][r["forwarder"]] = r["n"]
     groups: dict[tuple[str, str], list[Contribution]] = defaultdict(list)
     for p in rows:
-        if p.component in behind:
-            groups[(p.culprit, p.component)].append(p)
+        for fwd, n in nodes.get(p.culprit, {}).items():
+            if n > N1_MIN_NODES and fwd in nodes.get(p.victim, {}):
+                groups[(p.culprit, fwd)].append(p)
     episodes = []
     for (culprit, fwd), ps in sorted(groups.items()):
-        if nodes.get((culprit, fwd), 0) < N1_EPISODE_NODE_SHARE * behind[fwd]:
-            continue
         lo, hi = min(p.start for p in ps), max(p.end for p in ps)
         n1b = [b for b in diag.bursts.get(culprit, []) if b.n1 and b.end > lo and b.start < hi]
         start = min([b.start for b in n1b] or [lo])
         end = max([b.end for b in n1b] or [hi])
-        victims = {}
+        victims: dict[str, float] = defaultdict(float)
+        where: dict[str, float] = defaultdict(float)
         for p in ps:
-            victims[p.victim] = victims.get(p.victim, 0.0) + p.delay_s
+            victims[p.victim] += p.delay_s
+            where[p.component] += p.delay_s
         lost_share = max(d / max(diag.io_seconds.get(v, 1.0), 1.0) for v, d in victims.items())
+        n = nodes[culprit][fwd]
         episodes.append(
             {
                 "kind": "n1_interference",
@@ -544,15 +484,17 @@ def n1_episodes(store: Store, diag: Diagnosis) -> list[dict[str, Any]]:
                 "severity": "critical" if lost_share >= 0.5 else "warning",
                 "evidence": {
                     "summary": (
-                        f"N-1 job {culprit} ({nodes.get((culprit, fwd), 0)} of "
-                        f"{behind[fwd]} nodes) held {fwd}'s threads; {len(victims)} job(s) "
-                        f"lost {sum(victims.values()):.0f} s of I/O"
+                        f"N-1 job {culprit} ({n} of {behind.get(fwd, n)} nodes behind {fwd}) "
+                        f"slowed {len(victims)} job(s) sharing the forwarder by "
+                        f"{sum(victims.values()):.0f} s of I/O"
                     ),
+                    "criterion": f"N-1 job over {N1_MIN_NODES} compute nodes behind one "
+                    "forwarder, with victims behind it (Beacon 4.1)",
                     "culprit": culprit,
                     "victims": {v: round(d, 1) for v, d in sorted(victims.items())},
-                    "culprit_nodes_behind_forwarder": nodes.get((culprit, fwd), 0),
-                    "forwarder_nodes": behind[fwd],
-                    "n1_thread_cost": round(diag.calibration.n1_fwd, 2),
+                    "delay_by_component": {c: round(d, 1) for c, d in sorted(where.items())},
+                    "culprit_nodes_behind_forwarder": n,
+                    "forwarder_nodes": behind.get(fwd),
                 },
             }
         )

@@ -21,7 +21,7 @@ HIGH_BW = 0.5e9  # bytes/s at the burst's peak: a fifth of a forwarder
 
 def traits(b: Burst) -> list[str]:
     """Interference-prone features of one burst, at its peak (neighbours throttle it too)."""
-    peak = float(b.done.max()) if len(b.done) else 0.0
+    peak = b.peak_rps
     out = []
     if b.n1:
         out.append("n1")

@@ -1,15 +1,12 @@
-"""What each job asked of each shared component, second by second, from server samples.
+"""Each job's I/O bursts: when it did I/O, what it moved through which shared component.
 
-Forwarders attribute requests to jobs through the client node and Lustre jobstats attribute
-OST and MDT traffic: these per-job rows are where a job's load on a shared component is
-measured rather than guessed. This module cuts each job's rows into *bursts* (one stretch
-of I/O between two computations), each with its total work, what it moved through every
-forwarder and OST, the processes it kept waiting behind each forwarder, and a smooth
-progress curve.
-
-Progress must be smoothed: a parallel job's ranks advance in lock-step, so its per-second
-counts are a staircase (512 requests every few seconds for a throttled 512-rank job), and
-shares computed second by second from raw counts would swing between 0 and 100 %.
+A burst is one stretch of I/O between two computations, cut from the tracer's open..close
+records (`burst_windows`); its work on each OST and metadata target comes from Lustre
+jobstats (the `ost` and `mdt` job rows a real OSS/MDS agent reports), and the forwarders it
+went through from the static mapping of its processes' nodes (`forwarding`). A job without
+tracer records (not traced) still gets bursts, from the samples in which jobstats saw it
+working. The bursts give the interference analysis its victims' I/O time and the
+neighbours analysis who shared what.
 """
 
 from __future__ import annotations
@@ -24,8 +21,10 @@ from iolens.store.base import Store
 #: Rank intervals closer than this (s) belong to one burst: the tracer merges the records
 #: of a metadata phase per flush window, and consecutive windows touch.
 WINDOW_SLACK_S = 2
-#: A burst is a metadata burst when it issues at least this many metadata ops per request.
+#: A burst is a metadata burst when it issues at least this many metadata ops per data RPC.
 META_OPS_PER_UNIT = 2.0
+#: Jobstats samples of one job closer than this (s) belong to one burst (untraced jobs).
+SAMPLE_SLACK_S = 30
 
 
 @dataclass(frozen=True)
@@ -50,55 +49,26 @@ EVERYTHING = Span()
 
 
 @dataclass
-class Capacity:
-    """Benchmarked peak bandwidth and ops/s of a component (the `components` table)."""
-
-    bw: float
-    ops: float
-
-    def cost(self, nbytes: float, ops: float) -> float:
-        """Busy seconds the component needs to move `nbytes` in `ops` requests at peak."""
-        return nbytes / self.bw + ops / self.ops
-
-
-@dataclass
 class Burst:
-    """One I/O burst of a job: its work and how it progressed, per second."""
+    """One I/O burst of a job: its span, its work per component and its traits."""
 
     job_id: str
     index: int
-    start: int  # epoch second; extrapolated, since the first rows lag the real start
+    start: int  # epoch second
     end: int  # exclusive
     kind: str  # read | write | meta
-    units: float  # requests (created files for metadata bursts)
-    done: np.ndarray  # smoothed units completed in each second of [start, end)
-    fwd_work: dict[str, tuple[float, float]]  # forwarder -> (bytes, requests) through it
-    ost_work: dict[str, tuple[float, float]]  # OST -> (bytes, requests), as jobstats saw them
-    md_ops: float
+    nbytes: float
+    requests: float  # data RPCs the OSTs served for it (jobstats)
+    md_ops: float  # metadata ops the MDTs served for it
+    peak_rps: float  # data RPCs/s in its busiest sample
+    fwd_work: dict[str, float] = field(default_factory=dict)  # forwarder -> bytes (by procs)
+    ost_work: dict[str, tuple[float, float]] = field(default_factory=dict)  # OST -> (B, RPCs)
     procs: dict[str, int] = field(default_factory=dict)  # processes behind each forwarder
     n1: bool = False
-    steps: tuple[np.ndarray, np.ndarray] | None = None  # (seconds, units) as observed
-    floor: int = -(2**62)  # the previous burst's end
-
-    def reshape(self, rate: float) -> None:
-        """Re-smooth progress knowing the burst's peak rate (units/s); keeps its span."""
-        if self.steps is not None:
-            start, done = smooth_progress(*self.steps, self.floor, rate)
-            if start == self.start and len(done) == len(self.done):
-                self.done = done
-
-    @property
-    def remaining(self) -> np.ndarray:
-        """Units still to do at the start of each second: what the burst asks for."""
-        return self.units - (np.cumsum(self.done) - self.done)
-
-    @property
-    def nbytes(self) -> float:
-        return float(sum(b for b, _ in self.fwd_work.values()))
 
     @property
     def request_size(self) -> float:
-        return self.nbytes / self.units if self.units else 0.0
+        return self.nbytes / self.requests if self.requests else 0.0
 
     @property
     def nprocs(self) -> int:
@@ -109,26 +79,20 @@ class Burst:
         return self.end - self.start
 
 
-def capacities(store: Store) -> dict[str, Capacity]:
-    rows = store.query(
-        "SELECT component_id, peak_bw, peak_ops FROM components "
-        "WHERE kind IN ('forwarder', 'ost') AND peak_bw > 0 AND peak_ops > 0"
-    ).to_pylist()
-    return {r["component_id"]: Capacity(r["peak_bw"], r["peak_ops"]) for r in rows}
-
-
 def job_rows(store: Store, span: Span = EVERYTHING) -> pa.Table:
-    """Per-job per-component per-second rows (second = start of the sample's interval)."""
+    """Per-job rows of the OSTs and MDTs (jobstats), one per sample: second the sample's
+    interval starts, its length, bytes, data RPCs, read bytes and metadata ops."""
     where, params = span.sql("ts")
     return store.query(
         "SELECT job_id, kind, component_id, "
         "CAST(floor(epoch(ts) - interval_s) AS BIGINT) AS sec, "
+        "CAST(ceil(epoch(ts)) AS BIGINT) AS sec_end, "
         "sum(coalesce(read_bytes, 0) + coalesce(write_bytes, 0))::DOUBLE AS nbytes, "
         "sum(coalesce(read_ops, 0) + coalesce(write_ops, 0))::DOUBLE AS ops, "
         "sum(coalesce(read_bytes, 0))::DOUBLE AS rbytes, "
         "sum(coalesce(md_ops, 0))::DOUBLE AS md "
-        "FROM server_samples WHERE job_id IS NOT NULL "
-        f"AND kind IN ('forwarder', 'ost', 'mds', 'mdt'){where} "
+        "FROM server_samples WHERE job_id IS NOT NULL AND interval_s > 0 "
+        f"AND kind IN ('ost', 'mdt'){where} "
         "GROUP BY ALL ORDER BY job_id, sec",
         params,
     )
@@ -211,114 +175,88 @@ def burst_windows(store: Store, span: Span = EVERYTHING) -> dict[str, list[Windo
     return out
 
 
-#: Work left when a burst completes, for the shape of its tail (requests).
-TAIL_END = 0.01
-
-
-def smooth_progress(
-    secs: np.ndarray, units: np.ndarray, floor: int, rate: float = np.inf
-) -> tuple[int, np.ndarray]:
-    """(start second, units done per second) from a staircase of per-second counts.
-
-    The k-th step is recorded in the second in which progress crossed it, so the work left
-    passes through (second + 1, remaining) at every step. Between steps it falls linearly
-    while the burst runs at its processes' `rate`, and geometrically once what is left is
-    below that rate: a burst then asks for all it has left and gets a share of it each
-    second, so its tail decays like an exponential, not a line. The start is extrapolated
-    back from the first two steps (the burst began before its first visible step), never
-    before `floor`.
-    """
-    cum = np.cumsum(units)
-    total = float(cum[-1])
-    xs = secs.astype(float) + 1.0
-    if len(xs) >= 2 and cum[1] > cum[0]:
-        start = xs[0] - (xs[1] - xs[0]) * cum[0] / (cum[1] - cum[0])
-    else:
-        start = xs[0] - 1.0
-    start_s = min(int(max(np.floor(start), floor)), int(xs[0]) - 1)
-    start = max(start, float(start_s))
-    px = np.concatenate([[start], xs])
-    left = total - np.concatenate([[0.0], cum])
-    grid = np.arange(start_s, int(xs[-1]) + 1, dtype=float)
-    seg = np.clip(np.searchsorted(px, grid, side="right"), 1, len(px) - 1)
-    a, b = px[seg - 1], px[seg]
-    ra, rb = left[seg - 1], np.maximum(left[seg], TAIL_END)
-    frac = np.clip((grid - a) / np.maximum(b - a, 1e-9), 0.0, 1.0)
-    geometric = ra <= rate
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where(
-            geometric,
-            ra * (rb / np.maximum(ra, TAIL_END)) ** frac,
-            ra + (left[seg] - ra) * frac,
-        )
-    r = np.where(grid >= px[-1], 0.0, r)
-    r[0] = total
-    return start_s, -np.diff(r)
+def _activity_windows(sec: np.ndarray, sec_end: np.ndarray) -> list[Window]:
+    """Bursts of a job without tracer records: runs of samples that saw it working."""
+    order = np.argsort(sec, kind="stable")
+    s, e = sec[order], sec_end[order]
+    reach = np.maximum.accumulate(e)
+    new = np.r_[True, s[1:] > reach[:-1] + SAMPLE_SLACK_S]
+    isl = np.cumsum(new) - 1
+    return [
+        Window(int(s[isl == k].min()), int(e[isl == k].max()), {}) for k in range(int(isl[-1]) + 1)
+    ]
 
 
 def bursts(
     rows: pa.Table, windows: dict[str, list[Window]], n1_jobs: set[str]
 ) -> dict[str, list[Burst]]:
-    """Cut every job's rows into bursts with their work, costs and smoothed progress."""
+    """Every job's bursts with its work on each OST/MDT (a sample counts in the burst that
+    overlaps its interval most) and its traits."""
     cols = {n: rows.column(n).to_numpy(zero_copy_only=False) for n in rows.column_names}
     job = cols["job_id"]
     out: dict[str, list[Burst]] = {}
-    if len(job) == 0:
-        return out
-    cut = np.nonzero(job[1:] != job[:-1])[0] + 1
-    for a, b in zip(np.r_[0, cut], np.r_[cut, len(job)], strict=True):
+    cut = np.nonzero(job[1:] != job[:-1])[0] + 1 if len(job) else np.zeros(0, int)
+    bounds = zip(np.r_[0, cut], np.r_[cut, len(job)], strict=True) if len(job) else []
+    seen: set[str] = set()
+    for a, b in bounds:
         j = str(job[a])
+        seen.add(j)
         c = {k: v[a:b] for k, v in cols.items()}
-        fw = c["kind"] == "forwarder"
-        if not fw.any() or j not in windows:
-            continue
-        # Work = data requests (created files for metadata bursts) through the forwarders.
-        fsec, inv = np.unique(c["sec"][fw], return_inverse=True)
-        f_units = np.bincount(inv, c["ops"][fw], len(fsec))
-        f_md = np.bincount(inv, c["md"][fw], len(fsec))
-        keep = (f_units > 0) | (f_md > 0)
-        fsec, f_units, f_md = fsec[keep], f_units[keep], f_md[keep]
-        found: list[Burst] = []
-        prev_end = -(2**62)
-        for w in windows[j]:
-            i0, i1 = np.searchsorted(fsec, [w.start, w.end])
-            units = f_units[i0:i1]
-            if units.sum() <= 0:
-                continue
-            floor = prev_end
-            start, done = smooth_progress(fsec[i0:i1], units, floor)
-            prev_end = start + len(done)
-            inside = (c["sec"] >= w.start) & (c["sec"] < w.end)
-            md = float(f_md[i0:i1].sum())
-            sel_f = fw & inside
-            work: dict[str, dict[str, tuple[float, float]]] = {}
-            for which, sel in (("forwarder", sel_f), ("ost", (c["kind"] == "ost") & inside)):
-                names, inv = np.unique(c["component_id"][sel], return_inverse=True)
-                nbytes = np.bincount(inv, c["nbytes"][sel], len(names))
-                ops = np.bincount(inv, c["ops"][sel], len(names))
-                work[which] = {
-                    str(n): (float(b), float(o)) for n, b, o in zip(names, nbytes, ops, strict=True)
-                }
-            meta = md >= META_OPS_PER_UNIT * units.sum()
-            rb, nb = float(c["rbytes"][sel_f].sum()), float(c["nbytes"][sel_f].sum())
-            found.append(
-                Burst(
-                    job_id=j,
-                    index=len(found),
-                    start=start,
-                    end=start + len(done),
-                    kind="meta" if meta else ("read" if rb > nb / 2 else "write"),
-                    units=float(units.sum()),
-                    done=done,
-                    fwd_work=work["forwarder"],
-                    ost_work={} if meta else work["ost"],
-                    md_ops=md,
-                    procs=w.procs,
-                    n1=(j in n1_jobs) and not meta,
-                    steps=(fsec[i0:i1], units),
-                    floor=floor,
-                )
-            )
+        wins = windows.get(j) or _activity_windows(c["sec"], c["sec_end"])
+        found = _cut(j, c, wins, j in n1_jobs)
         if found:
             out[j] = found
-    return out
+    for j, wins in windows.items():  # traced, but no jobstats (no Lustre, or jobstats off)
+        if j not in seen:
+            empty = {k: v[:0] for k, v in cols.items()}
+            found = _cut(j, empty, wins, j in n1_jobs)
+            if found:
+                out[j] = found
+    return dict(sorted(out.items()))
+
+
+def _cut(job: str, c: dict[str, np.ndarray], wins: list[Window], n1: bool) -> list[Burst]:
+    mid = (c["sec"] + c["sec_end"]) / 2.0
+    found: list[Burst] = []
+    for w in wins:
+        inside = (mid >= w.start) & (mid < w.end)
+        osts = inside & (c["kind"] == "ost")
+        nbytes = float(c["nbytes"][osts].sum())
+        reqs = float(c["ops"][osts].sum())
+        md = float(c["md"][inside & (c["kind"] == "mdt")].sum())
+        ost_work: dict[str, tuple[float, float]] = {}
+        if osts.any():
+            names, inv = np.unique(c["component_id"][osts], return_inverse=True)
+            nb = np.bincount(inv, c["nbytes"][osts], len(names))
+            ops = np.bincount(inv, c["ops"][osts], len(names))
+            ost_work = {
+                str(n): (float(x), float(y)) for n, x, y in zip(names, nb, ops, strict=True)
+            }
+            secs, sinv = np.unique(c["sec"][osts], return_inverse=True)
+            length = np.maximum(1, c["sec_end"][osts] - c["sec"][osts])
+            ops_at = np.bincount(sinv, c["ops"][osts], len(secs))
+            len_at = np.bincount(sinv, length, len(secs)) / np.bincount(sinv, None, len(secs))
+            peak = float((ops_at / len_at).max())
+        else:
+            peak = 0.0
+        meta = md >= META_OPS_PER_UNIT * max(reqs, 1.0)
+        rb = float(c["rbytes"][osts].sum())
+        total_procs = sum(w.procs.values()) or 1
+        found.append(
+            Burst(
+                job_id=job,
+                index=len(found),
+                start=w.start,
+                end=w.end,
+                kind="meta" if meta else ("read" if rb > nbytes / 2 else "write"),
+                nbytes=nbytes,
+                requests=reqs,
+                md_ops=md,
+                peak_rps=peak,
+                fwd_work={f: nbytes * n / total_procs for f, n in w.procs.items()},
+                ost_work={} if meta else ost_work,
+                procs=dict(w.procs),
+                n1=n1 and not meta,
+            )
+        )
+    return found
