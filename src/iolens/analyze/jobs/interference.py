@@ -7,16 +7,16 @@ real servers report (`service.py`): per target and sample, each job's busy time 
 requests x their handling time, Lustre jobstats `[usecs]`) and each job's latency per
 request (handling plus the queue wait of the target's server, `req_waittime`).
 
-* **How much the victim lost.** A job's requests cost what they would cost alone
-  (`baseline.py`, fitted from the samples in which a job had a target to itself) and
-  the rest is contention: in a sample, the share of the victim's time at the target lost
-  to it is `1 - uncontended / observed latency`. A closed-loop client (each process keeps
-  a bounded number of requests in flight) progresses in inverse proportion to its
-  latency, so that share is exactly its slowdown there. Per second of the victim's
-  bursts, the target with the largest share held it back (its stripes or files progress
-  only as fast as the slowest); the victim lost that share of the second. Samples where
-  noise makes the latency fall below the baseline count negatively, so noise cancels over
-  a burst instead of adding up.
+* **How much the victim lost.** A job's latency alone on a target is its handling time
+  alone times its own queue (`baseline.py`: fitted from the samples in which a job had a
+  target to itself, and the target's threads). Clients are closed loops (each process
+  keeps a bounded number of requests in flight), so a job progresses in inverse
+  proportion to its latency: in a sample, the share of its time at the target lost to
+  contention is `1 - alone / observed`. Per second of the victim's bursts, the target
+  with the largest share held it back (its stripes or files progress only as fast as the
+  slowest); the victim lost that share of the second. Samples where noise makes the
+  latency fall below the baseline count negatively, so noise cancels over a burst
+  instead of adding up.
 * **Who caused it.** The baseline already holds what a job's own load costs it, so the
   excess is the others' doing: each other job is charged the lost time times its share of
   the busy time the others gave the target in that sample (N-1 jobs, whose requests hold
