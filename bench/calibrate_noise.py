@@ -295,7 +295,9 @@ class LatencyPoint:
     cv: float | None  # per-RPC coefficient of variation, from sumsq
 
 
-def _point(system: str, target: str, op: str, n: int, s: float, ss: float | None, b: float):
+def _point(
+    system: str, target: str, op: str, n: int, s: float, ss: float | None, b: float
+) -> LatencyPoint:
     mean = s / n
     cv = None
     if ss is not None and ss * n >= s * s:
