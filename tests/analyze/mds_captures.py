@@ -39,7 +39,14 @@ LOGIN = "172.20.20.6@o2ib"
 COMPUTE = {"4101": "172.20.20.4@o2ib", "4102": "172.20.20.5@o2ib"}
 T0 = datetime(2024, 3, 4, 9, 0, tzinfo=UTC)
 #: ops/s of an ordinary job, by operation
-JOB_MIX = {"open": 40.0, "close": 40.0, "getattr": 60.0, "setattr": 6.0, "mknod": 4.0, "unlink": 3.0}
+JOB_MIX = {
+    "open": 40.0,
+    "close": 40.0,
+    "getattr": 60.0,
+    "setattr": 6.0,
+    "mknod": 4.0,
+    "unlink": 3.0,
+}
 LOGIN_MIX = {"getattr": 4.0, "open": 1.0, "close": 1.0}
 JOB_SPAN = {"4101": (0, 10_000), "4102": (8, 40)}
 PINGS = 20.0  # obd_ping requests/s from connected clients
@@ -80,37 +87,22 @@ def write_series(
     for m in range(minutes + 1):
         now = (T0 + timedelta(minutes=m)).timestamp()
         if m > 0:
-            md: dict[str, int] = {}
-            jobs: dict[str, dict[str, Delta]] = {}
-            per_nid: dict[str, dict[str, int]] = {}
-
-            def add(nid: str, tag: str | None, mix: dict[str, float], md=md, jobs=jobs) -> None:
-                for op, rate in mix.items():
-                    n = int(rate * 60 * rng.lognormal(0.0, 0.1))
-                    md[op] = md.get(op, 0) + n
-                    per_nid.setdefault(nid, {})[op] = per_nid.get(nid, {}).get(op, 0) + n
-                    if tag is not None:
-                        jobs.setdefault(tag, {})[op] = Delta(n)
-
+            w = _Minute(rng)
             for job, (a, b) in JOB_SPAN.items():
                 if a <= m - 1 < b:
-                    add(COMPUTE[job], job, JOB_MIX)
-            add(LOGIN, login_tag, LOGIN_MIX)
+                    w.add(COMPUTE[job], job, JOB_MIX)
+            w.add(LOGIN, login_tag, LOGIN_MIX)
             storming = storm is not None and storm[0] <= m - 1 < storm[1]
             if storming:
-                add(LOGIN, storm_tag, {"getattr": storm_rate})
-            files[md_stats] = advance_stats(
-                files[md_stats], {op: Delta(n) for op, n in md.items()}, now
-            )
-            if jobs:
-                files[job_stats] = advance_job_stats(files[job_stats], jobs, now)
-            for nid, ops in per_nid.items():
-                files[export(nid)] = advance_stats(
-                    files[export(nid)], {op: Delta(n) for op, n in ops.items()}, now
-                )
-            requests = sum(md.values()) + int(PINGS * 60)
+                w.add(LOGIN, storm_tag, {"getattr": storm_rate})
+            files[md_stats] = advance_stats(files[md_stats], _counts(w.md), now)
+            if w.jobs:
+                files[job_stats] = advance_job_stats(files[job_stats], w.jobs, now)
+            for nid, ops in w.nids.items():
+                files[export(nid)] = advance_stats(files[export(nid)], _counts(ops), now)
+            requests = sum(w.md.values()) + int(PINGS * 60)
             files[service] = advance_stats(
-                files[service], _service_deltas(rng, requests, md, storming), now
+                files[service], _service_deltas(rng, requests, w.md, storming), now
             )
         folder = dest / (T0 + timedelta(minutes=m)).strftime("%Y-%m-%dT%H:%M:%SZ")
         for rel, text in files.items():
@@ -118,6 +110,35 @@ def write_series(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
     return Series(dest, minutes, storm)
+
+
+class _Minute:
+    """The operations of one minute: in md_stats, per jobstats id and per client NID."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.md: dict[str, int] = {}
+        self.tags: dict[str, dict[str, int]] = {}
+        self.nids: dict[str, dict[str, int]] = {}
+
+    def add(self, nid: str, tag: str | None, mix: dict[str, float]) -> None:
+        """`mix` ops/s from client `nid`, in job_stats under `tag` (None: no entry)."""
+        for op, rate in mix.items():
+            n = int(rate * 60 * self.rng.lognormal(0.0, 0.1))
+            self.md[op] = self.md.get(op, 0) + n
+            client = self.nids.setdefault(nid, {})
+            client[op] = client.get(op, 0) + n
+            if tag is not None:
+                entry = self.tags.setdefault(tag, {})
+                entry[op] = entry.get(op, 0) + n
+
+    @property
+    def jobs(self) -> dict[str, dict[str, Delta]]:
+        return {tag: _counts(ops) for tag, ops in self.tags.items()}
+
+
+def _counts(ops: dict[str, int]) -> dict[str, Delta]:
+    return {op: Delta(n) for op, n in ops.items()}
 
 
 def _service_deltas(
@@ -131,7 +152,7 @@ def _service_deltas(
     getattr_ = md.get("getattr", 0)
 
     def mean(n: int, value: float, lo: int, hi: int, unit: str) -> Delta:
-        total = int(round(n * value))
+        total = round(n * value)
         return Delta(n, total, lo, max(hi, lo), int(total * value), unit)
 
     return {
