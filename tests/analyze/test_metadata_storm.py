@@ -282,3 +282,11 @@ def test_each_mdt_is_judged_by_its_own_mds(tmp_path, topology):
         found = storms(store)
         assert gaps(store) == []
     assert [(e["component_id"], e["evidence"]["mds"]) for e in found] == [("fs-MDT0000", "mds1")]
+
+
+def test_an_mds_without_md_stats_is_a_gap(tmp_path):
+    rows = [r for r in mdt_rows(loose_busy=40_000.0) if r["kind"] == "mds"]
+    with make_store(tmp_path, rows) as store:
+        assert storms(store) == []
+        (missing,) = gaps(store)
+    assert "md_stats" in missing

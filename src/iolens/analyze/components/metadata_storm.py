@@ -90,6 +90,16 @@ class MetadataStorm:
         th = self.thresholds
         g = ctx.grid("mdt")
         if g.minutes == 0 or not g.ids:
+            servers = ctx.grid("mds").ids
+            if servers:
+                ctx.gap(
+                    self.name,
+                    "mds",
+                    servers,
+                    "no MDT operation counts (mdt/<mdt>/md_stats): the MDS reports its "
+                    "service queue only",
+                    "let the lustre_mds source read /proc/fs/lustre/mdt/*/md_stats",
+                )
             return []
         scheme = job_scheme(ctx.store)
         split = _split(ctx, g, scheme)
