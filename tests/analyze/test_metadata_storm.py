@@ -24,7 +24,7 @@ from iolens.analyze.components.metadata_storm import MetadataStorm
 from iolens.analyze.jobids import save_job_scheme
 from iolens.model.schema import COMPONENTS, SERVER_SAMPLES
 from iolens.store import DuckDBStore
-from tests.analyze.mds_captures import LOGIN, MDS_HOST, MDT, Series, write_series
+from tests.analyze.mds_captures import DDN_214, HPE_210, MDS_HOST, Series, write_series
 from tests.conftest import run_cli
 
 SLACK = timedelta(minutes=2)
@@ -32,24 +32,34 @@ SLACK = timedelta(minutes=2)
 # -- golden replays of real 2.10 MDS files ------------------------------------------------------
 
 
+#: (capture, variant) -> write_series keywords. On the 2.14 MDS the clients name processes
+#: outside jobs `%e:%u:%H`, as in that capture's own job_stats.
+VARIANTS = {
+    ("2.10", "untagged"): (HPE_210, {}),
+    ("2.10", "find"): (HPE_210, {"storm_tag": "find.1003", "login_tag": "bash.1001"}),
+    ("2.10", "healthy"): (HPE_210, {"storm": None, "login_tag": "bash.1001"}),
+    ("2.14", "find"): (
+        DDN_214,
+        {"storm_tag": "find:1003:login01", "login_tag": "bash:1001:login01"},
+    ),
+    ("2.14", "healthy"): (DDN_214, {"storm": None, "login_tag": "bash:1001:login01"}),
+}
+STORMS = [k for k, (_c, kw) in VARIANTS.items() if "storm" not in kw]
+
+
 @pytest.fixture(scope="module")
-def replays(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Series, dict[str, Any]]]:
+def replays(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], tuple[Series, dict]]:
     """Each variant imported through the real agent and judged by the CLI."""
     base = tmp_path_factory.mktemp("mds-replays")
-    variants = {
-        "untagged": {},
-        "find": {"storm_tag": "find.1003", "login_tag": "bash.1001"},
-        "healthy": {"storm": None, "login_tag": "bash.1001"},
-    }
     out = {}
-    for name, kw in variants.items():
-        series = write_series(base / name, **kw)
-        db = base / f"{name}.duckdb"
+    for (version, name), (capture, kw) in VARIANTS.items():
+        series = write_series(base / version / name, capture, **kw)
+        db = base / f"{version}-{name}.duckdb"
         res = run_cli("import", "lustre", str(series.path), "--db", str(db), "--host", MDS_HOST)
         assert res.returncode == 0, res.stderr
         res = run_cli("anomalies", "--db", str(db), "--json")
         assert res.returncode == 0, res.stderr
-        out[name] = (series, json.loads(res.stdout))
+        out[(version, name)] = (series, json.loads(res.stdout))
     return out
 
 
@@ -61,11 +71,11 @@ def _t(iso: str) -> datetime:
     return datetime.fromisoformat(iso.removesuffix("Z"))
 
 
-@pytest.mark.parametrize("variant", ["untagged", "find"])
-def test_replayed_storm_is_one_episode_on_the_mdt_with_its_span(replays, variant):
-    series, doc = replays[variant]
+@pytest.mark.parametrize("key", STORMS, ids=["-".join(k) for k in STORMS])
+def test_replayed_storm_is_one_episode_on_the_mdt_with_its_span(replays, key):
+    series, doc = replays[key]
     (ep,) = _storms(doc)
-    assert (ep["component_kind"], ep["component"]) == ("mdt", MDT)
+    assert (ep["component_kind"], ep["component"]) == ("mdt", series.capture.mdt)
     assert series.storm is not None
     a, b = series.storm
     assert abs(_t(ep["start"]) - series.at(a)) <= SLACK
@@ -73,31 +83,40 @@ def test_replayed_storm_is_one_episode_on_the_mdt_with_its_span(replays, variant
     ev = ep["evidence"]
     assert ev["overload"] == "mds_queue" and ev["mds"] == MDS_HOST
     assert 10 <= ev["queue_len"] <= 14  # written as a mean of 12
-    assert ev["clients"][0]["nid"] == LOGIN and ev["clients"][0]["share"] > 0.9
+    login = series.capture.login
+    assert ev["clients"][0]["nid"] == login and ev["clients"][0]["share"] > 0.9
     assert ev["untagged_share"] > 0.9 and ev["operations"]["getattr"] > 0.9
     assert {j["job_id"] for j in ev["jobs"]} == {"4101", "4102"}
-    assert LOGIN in ev["summary"]
+    assert login in ev["summary"]
     assert ep["severity"] == "critical"  # requests waited longer than they were served
     assert not [g for g in doc["not_assessed"] if g["detector"] == "metadata_storm"]
 
 
-def test_replayed_storm_tagged_by_process_names_it(replays):
-    _series, doc = replays["find"]
+@pytest.mark.parametrize("version", ["2.10", "2.14"])
+def test_replayed_storm_tagged_by_process_names_it(replays, version):
+    _series, doc = replays[(version, "find")]
     (ep,) = _storms(doc)
     top = ep["evidence"]["processes"][0]
-    assert (top["job_id"], top["process"], top["uid"]) == ("find.1003", "find", 1003)
+    assert (top["job_id"], top["process"], top["uid"]) == (
+        VARIANTS[(version, "find")][1]["storm_tag"],
+        "find",
+        1003,
+    )
     assert top["share"] > 0.9
     assert "find, uid 1003" in ep["evidence"]["summary"]
+    if version == "2.14":
+        assert top["host"] == "login01"
 
 
 def test_replayed_untagged_storm_has_no_jobstats_entry(replays):
-    _series, doc = replays["untagged"]
+    _series, doc = replays[("2.10", "untagged")]
     (ep,) = _storms(doc)
     assert ep["evidence"]["processes"] == [] and ep["evidence"]["unaccounted_share"] > 0.9
 
 
-def test_replayed_healthy_control_has_nothing(replays):
-    _series, doc = replays["healthy"]
+@pytest.mark.parametrize("version", ["2.10", "2.14"])
+def test_replayed_healthy_control_has_nothing(replays, version):
+    _series, doc = replays[(version, "healthy")]
     assert doc["episodes"] == []
     assert not [g for g in doc["not_assessed"] if g["detector"] == "metadata_storm"]
 
