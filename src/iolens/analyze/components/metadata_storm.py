@@ -81,6 +81,19 @@ class _Split:
 
 
 @dataclass
+class _Inputs:
+    """Everything one run reads, shared by its episodes."""
+
+    ctx: Context
+    grid: Grid  # kind `mdt`
+    split: _Split
+    scheme: JobIdScheme
+    names: _Names
+    hosts: dict[str, str]  # MDT -> MDS host
+    signal: list[str | None]  # per MDT: `mds_queue`, `peak_ops` or None
+
+
+@dataclass
 class MetadataStorm:
     name: str = "metadata_storm"
     kind: str = "metadata_storm"
@@ -112,7 +125,25 @@ class MetadataStorm:
         overloaded, signal, hosts = self._overload(ctx, g, rate)
         abnormal = valid & overloaded & (share >= th.untagged_share)
 
-        busy = total.sum(axis=1) > 0
+        blind = self._gaps(ctx, g, split, signal)
+        inputs = _Inputs(ctx, g, split, scheme, _Names(ctx, th.top), hosts, signal)
+        out: list[Episode] = []
+        for ci, comp in enumerate(g.ids):
+            if comp in blind:
+                continue
+            for a, b in runs(abnormal[ci], valid[ci], th.max_gap, th.min_minutes):
+                start, end = g.time(a), g.time(b + 1)
+                if end <= ctx.start or start >= ctx.end:
+                    continue
+                ep = self._episode(inputs, ci, a, b)
+                ep.evidence["abnormal_minutes"] = int(abnormal[ci, a : b + 1].sum())
+                ep.evidence.update(verdict(abnormal[ci], valid[ci], b))
+                out.append(ep)
+        return out
+
+    def _gaps(self, ctx: Context, g: Grid, split: _Split, signal: list[str | None]) -> set[str]:
+        """Record the MDTs that cannot be judged; returns those that cannot be attributed."""
+        busy = g.md_ops.sum(axis=1) > 0
         blind = [c for i, c in enumerate(g.ids) if busy[i] and not split.entries[i].any()]
         if blind:
             ctx.gap(
@@ -135,20 +166,7 @@ class MetadataStorm:
                 "run the lustre_mds source as root on the MDS (debugfs holds the service "
                 "stats from 2.12), or give the MDT's peak_ops in the site topology",
             )
-        out: list[Episode] = []
-        named = _Names(ctx, th.top)
-        for ci, comp in enumerate(g.ids):
-            if comp in blind:
-                continue
-            for a, b in runs(abnormal[ci], valid[ci], th.max_gap, th.min_minutes):
-                start, end = g.time(a), g.time(b + 1)
-                if end <= ctx.start or start >= ctx.end:
-                    continue
-                ep = self._episode(ctx, g, ci, a, b, split, scheme, named, signal[ci], hosts)
-                ep.evidence["abnormal_minutes"] = int(abnormal[ci, a : b + 1].sum())
-                ep.evidence.update(verdict(abnormal[ci], valid[ci], b))
-                out.append(ep)
-        return out
+        return set(blind)
 
     # -- overload ------------------------------------------------------------------------------
     def _overload(
@@ -180,59 +198,43 @@ class MetadataStorm:
         return over, signal, hosts
 
     # -- one episode ---------------------------------------------------------------------------
-    def _episode(
-        self,
-        ctx: Context,
-        g: Grid,
-        ci: int,
-        a: int,
-        b: int,
-        split: _Split,
-        scheme: JobIdScheme,
-        named: _Names,
-        signal: str | None,
-        hosts: dict[str, str],
-    ) -> Episode:
-        comp = g.ids[ci]
+    def _episode(self, inp: _Inputs, ci: int, a: int, b: int) -> Episode:
+        """One storm on MDT `ci` over minutes [a, b]: who sent what, how the MDS coped."""
+        ctx, g, split = inp.ctx, inp.grid, inp.split
+        comp, signal, host = g.ids[ci], inp.signal[ci], inp.hosts.get(g.ids[ci])
         sl = slice(a, b + 1)
         secs = float(g.seconds[ci, sl].sum()) or 1.0
         total = float(g.md_ops[ci, sl].sum())
         jobs = float(split.jobs[ci, sl].sum())
-        procs = float(split.processes[ci, sl].sum())
         untagged = max(total - jobs, 0.0)
-        unaccounted = max(total - jobs - procs, 0.0)
-        host = hosts.get(comp)
+        unaccounted = max(untagged - float(split.processes[ci, sl].sum()), 0.0)
         ev: dict[str, Any] = {
             "md_ops_rate": r(total / secs, 1),
             "untagged_ops_rate": r(untagged / secs, 1),
-            "untagged_share": r(untagged / total if total else None),
-            "source_share": r(untagged / total if total else None),
-            "job_share": r(jobs / total if total else None),
-            "unaccounted_share": r(unaccounted / total if total else None),
+            "untagged_share": r(untagged / total),
+            "source_share": r(untagged / total),
+            "job_share": r(jobs / total),
+            "unaccounted_share": r(unaccounted / total),
             "overload": signal,
             "mds": host,
         }
-        wait = None
-        svc = None
+        means: dict[str, float | None] = {}
         if signal == "mds_queue" and host is not None:
             means = _service_means(ctx, host, a, b)
-            wait, svc = means["wait_us"], means["service_us"]
             ev["queue_len"] = r(means["queue_len"], 2)
-            ev["wait_us"] = r(wait, 1)
-            ev["service_us"] = r(svc, 1)
+            ev["wait_us"] = r(means["wait_us"], 1)
+            ev["service_us"] = r(means["service_us"], 1)
             ev["active_threads"] = r(means["active_threads"], 2)
         peak = (ctx.components("mdt").get(comp) or {}).get("peak_ops")
-        ev["peak_ops"] = peak
         load = total / secs / peak if peak else None
+        ev["peak_ops"] = peak
         ev["load"] = r(load)
-        clients = named.clients(comp, a, b, total)
-        processes = named.processes(split.shares, comp, a, b, total, scheme)
-        ev["clients"] = clients
-        ev["processes"] = processes
-        ev["jobs"] = named.jobs(split.shares, comp, a, b, total, scheme)
-        ev["operations"] = named.operations(comp, a, b)
+        ev["clients"] = inp.names.clients(comp, a, b, total)
+        ev["processes"] = inp.names.processes(split.shares, comp, a, b, total, inp.scheme)
+        ev["jobs"] = inp.names.jobs(split.shares, comp, a, b, total, inp.scheme)
+        ev["operations"] = inp.names.operations(comp, a, b)
         ev["source_candidates"] = sorted(ctx.components("login"))
-        if not clients:
+        if not ev["clients"]:
             ctx.gap(
                 self.name,
                 "mdt",
@@ -241,33 +243,22 @@ class MetadataStorm:
                 "behind the storm cannot be named",
                 "collect with the lustre_mds source of this version (it reads exports)",
             )
-        who = []
-        if clients:
-            c = clients[0]
-            who.append(f"client {c['host'] or c['nid']} ({c['share']:.0%})")
-        if processes:
-            p = processes[0]
-            name = p["process"] or "a process"
-            uid = f", uid {p['uid']}" if p["uid"] is not None else ""
-            user = f" {p['user']}" if p.get("user") else ""
-            who.append(f"{name}{uid}{user} ({p['share']:.0%})")
-        cause = "; ".join(who) or "clients without a job"
-        queue = ev.get("queue_len")
+        ev["source"] = _culprits(ev["clients"], ev["processes"])
         why = (
-            f"mean MDS queue {queue:g} requests" if queue is not None else f"{load:.0%} of peak_ops"
+            f"mean MDS queue {ev['queue_len']:.1f} requests"
+            if ev.get("queue_len") is not None
+            else f"{load:.0%} of peak_ops"
         )
         ev["summary"] = (
-            f"{comp} overloaded ({why}, {total / secs:,.0f} ops/s): "
-            f"{untagged / total:.0%} of its metadata operations came from no scheduler job: "
-            f"{cause}"
+            f"{comp} overloaded ({why}, {total / secs:,.0f} ops/s): {untagged / total:.0%} "
+            f"of its metadata operations came from no scheduler job: {ev['source']}"
         )
-        ev["source"] = cause
         ev["duration_class"] = duration_class(g.time(a), g.time(b + 1))
-        severe = (wait is not None and svc is not None and wait >= svc) or (
-            load is not None and load >= 1.0
-        )
+        wait, svc = means.get("wait_us"), means.get("service_us")
+        queueing = wait is not None and svc is not None and wait >= svc
+        severe = queueing or (load is not None and load >= 1.0)
         last = np.flatnonzero(g.seconds[ci] > 0)
-        ongoing = ctx.open_ended and len(last) and b >= int(last[-1])
+        ongoing = ctx.open_ended and len(last) > 0 and b >= int(last[-1])
         return Episode(
             kind=self.kind,
             component_kind="mdt",
@@ -278,6 +269,22 @@ class MetadataStorm:
             evidence=ev,
             detector=self.name,
         )
+
+
+def _culprits(clients: list[dict[str, Any]], processes: list[dict[str, Any]]) -> str:
+    """`client 172.20.20.6@o2ib (99%); find, uid 1003 on login01 (95%)`: the top of each."""
+    who = []
+    if clients:
+        c = clients[0]
+        who.append(f"client {c['host'] or c['nid']} ({c['share']:.0%})")
+    if processes:
+        p = processes[0]
+        name = p["process"] or "a process"
+        name += f", uid {p['uid']}" if p["uid"] is not None else ""
+        name += f" ({p['user']})" if p["user"] else ""
+        name += f" on {p['host']}" if p["host"] else ""
+        who.append(f"{name} ({p['share']:.0%})")
+    return "; ".join(who) or "clients without a job"
 
 
 def _split(ctx: Context, g: Grid, scheme: JobIdScheme) -> _Split:
