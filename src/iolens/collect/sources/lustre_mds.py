@@ -14,11 +14,11 @@ Per MDT (kind `mdt`, component = target name such as `lustrefs-MDT0000`):
 
 Per client of an MDT (kind `mdt_client`, component = `<mdt>:<nid>`, e.g.
 `lustrefs-MDT0000:172.20.20.4@o2ib`; split at the first `:`, target names have none):
-`mdt/<mdt>/exports/<nid>/stats`, the same operations as md_stats counted for that client
-only, as `md_ops` and `md_<op>` for the operations the file prints. These name the node
-behind a metadata storm, job or not. Only clients whose counters moved in the interval are
+`mdt/<mdt>/exports/<nid>/stats`, the operations md_stats counts, for that client only,
+summed into `md_ops` (the MDT's own `md_<op>` give the mix). These name the node behind a
+metadata storm, job or not. Only clients whose counters moved in the interval are
 reported (`Reading.sparse`): an MDS keeps an export for every client that mounted the file
-system, thousands of them mostly idle.
+system, thousands of them mostly idle, and each costs the agent one counter of state.
 
 Per MDS (kind `mds`, component = host): the PTLRPC services under `mds/MDS/` — `mdt`, the
 main metadata service, with the plain names `wait_us` (`req_waittime`), `queue_len`
@@ -87,18 +87,17 @@ class LustreMdsSource:
 
 
 def clients(root: Path, mdt: str) -> Iterator[Reading]:
-    """Per-client operations from `exports/<nid>/stats`, reported only when they moved."""
+    """Per-client operations from `exports/<nid>/stats`, reported only when they moved.
+
+    One counter per client (not one per operation): 5,000 exports are 5,000 counters of
+    agent state, and the MDT's md_stats already give the operation mix."""
     exports = f"mdt/{mdt}/exports"
     for nid in _lustre.targets(root, exports):
         st = _lustre.stats(root, exports, nid, "stats")
         if st is None:
             continue
-        ops = {n: c for n, c in st.by_name().items() if n not in DATA_COUNTERS}
-        component = f"{mdt}:{nid}"
-        total = float(sum(c.samples for c in ops.values()))
-        yield Reading("mdt_client", component, "md_ops", total, sparse=True)
-        for name, c in sorted(ops.items()):
-            yield Reading("mdt_client", component, f"md_{name}", float(c.samples), sparse=True)
+        total = sum(c.samples for c in st.counters if c.name not in DATA_COUNTERS)
+        yield Reading("mdt_client", f"{mdt}:{nid}", "md_ops", float(total), sparse=True)
 
 
 def metadata(
