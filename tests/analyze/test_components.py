@@ -232,37 +232,6 @@ def test_clogged_forwarder_is_not_slow(tmp_path):
         assert episodes(store) == []
 
 
-def mds_rows(minutes: int, busy: range, job_ops: float, other_ops: float) -> list[dict]:
-    """MDS totals and one job's jobstats share; the `busy` minutes carry the given load."""
-    rows = []
-    for t in range(10, minutes * 60 + 1, 10):
-        job, other = (job_ops, other_ops) if (t - 1) // 60 in busy else (100.0, 0.0)
-        load = (job + other) / 4e4
-        queue = 8.0 if load >= 1 else load
-        rows.append(sample(t, "mds", "mdt0", md_ops=int((job + other) * 10), queue_len=queue))
-        rows.append(sample(t, "mds", "mdt0", "job1", md_ops=int(job * 10)))
-    return rows
-
-
-@pytest.mark.parametrize(
-    ("job_ops", "other_ops", "expected"),
-    [(500.0, 39_500.0, 1), (39_500.0, 500.0, 0), (500.0, 2_000.0, 0)],
-    ids=["login-storm", "job-driven-overload", "light-login-use"],
-)
-def test_metadata_storm_needs_non_job_clients(tmp_path, job_ops, other_ops, expected):
-    comps = [("mdt0", "mds", None, 4e4), ("login01", "login", None, None)]
-    with make_store(tmp_path, comps, mds_rows(60, range(20, 45), job_ops, other_ops)) as store:
-        found = episodes(store)
-    assert len(found) == expected
-    if expected:
-        e = found[0]
-        assert e["kind"] == "metadata_storm" and e["component_id"] == "mdt0"
-        assert e["start"] == T0 + timedelta(minutes=20)
-        assert e["end"] == T0 + timedelta(minutes=45)
-        ev = json.loads(e["evidence"])
-        assert ev["source_share"] > 0.9 and ev["source_candidates"] == ["login01"]
-
-
 @pytest.mark.parametrize("amplification", [3.5, 1.0])
 def test_cache_thrashing_cross_layer_ratio(tmp_path, amplification):
     rows = []

@@ -23,6 +23,7 @@ from iolens.analyze.system import (
 )
 from iolens.analyze.system.summary import load_summary
 from iolens.errors import NotFound
+from iolens.model.ids import JobIdScheme
 from iolens.model.schema import COMPONENTS, METRICS, SERVER_SAMPLES
 from iolens.present.cli.render import to_json
 from iolens.store import DuckDBStore
@@ -174,11 +175,13 @@ def test_mds_split_adds_up_and_the_storm_is_not_jobs(sim):
     (storm,) = [f for f in truth["faults"] if f["kind"] == "metadata_storm"]
     s0, s1 = _t(storm["start"]), _t(storm["end"])
     total = store.query(
-        "SELECT sum(md_ops) AS n FROM server_samples WHERE kind = 'mds' AND job_id IS NULL"
+        "SELECT sum(md_ops) AS n FROM server_samples WHERE kind = 'mdt' AND job_id IS NULL"
     ).to_pylist()[0]["n"]
-    jobs = store.query(
-        "SELECT sum(md_ops) AS n FROM server_samples WHERE kind = 'mds' AND job_id IS NOT NULL"
-    ).to_pylist()[0]["n"]
+    per_id = store.query(
+        "SELECT job_id, sum(md_ops) AS n FROM server_samples "
+        "WHERE kind = 'mdt' AND job_id IS NOT NULL GROUP BY job_id"
+    ).to_pylist()
+    jobs = sum(r["n"] for r in per_id if JobIdScheme().classify(r["job_id"]).is_job)
     hourly = mds_load(store)
     assert hourly.total_ops == total and hourly.job_ops == jobs
     assert hourly.job_ops + hourly.other_ops == hourly.total_ops

@@ -159,7 +159,7 @@ class Agent:
             elif r.counter:
                 key = (r.kind, r.component, r.metric, r.job_id)
                 rated = self.rates.rate(key, r.value, now, r.bits)
-                if rated is None:
+                if rated is None or (r.sparse and rated[0] == 0):
                     continue
                 value, interval = rated
             for name, v in (

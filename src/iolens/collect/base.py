@@ -33,6 +33,9 @@ class Reading:
     # delta(value) / delta(per) over the interval as a gauge, or nothing if no events.
     per: float | None = None
     bits: int = 64  # counter width: a 32-bit counter wraps far sooner than a target restarts
+    # Report the rated counter only when it moved: per-client counters (an MDS keeps stats
+    # for thousands of mostly idle client exports) would otherwise ship rows of zeros.
+    sparse: bool = False
 
 
 class Source(Protocol):

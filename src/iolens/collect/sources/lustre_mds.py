@@ -1,18 +1,30 @@
-"""Lustre metadata server: per-MDT and per-job metadata operations, the MDS request queue.
+"""Lustre metadata server: per-MDT, per-job and per-client metadata operations, the MDS queue.
 
 Per MDT (kind `mdt`, component = target name such as `lustrefs-MDT0000`):
 
-- `mdt.<mdt>.md_stats`: every operation summed into `md_ops`, and each one as `md_<op>`
+- `mdt/<mdt>/md_stats`: every operation summed into `md_ops`, and each one as `md_<op>`
   (`md_open`, `md_getattr`, `md_unlink`, ...); with 2.12+ `[usecs]` counters also
   `service_us`, the mean time per operation. Data-on-MDT traffic (`read_bytes`,
   `write_bytes`, `read`, `write`) is not metadata: its bytes and counts are reported as
   `read_bytes`/`read_ops`/`write_bytes`/`write_ops` when the MDT prints them;
-- `mdt.<mdt>.job_stats`: the same per job (`job_id` set);
+- `mdt/<mdt>/job_stats`: the same per job (`job_id` = the id exactly as Lustre prints it:
+  `12345`, or `find.1003` for a process outside any job; `iolens.model.ids` tells them
+  apart), with `service_us` when the entries carry `[usecs]` (2.12+);
 - capacity gauges (`space_*_bytes`, `files_*`), from the MDT's OSD directory.
 
+Per client of an MDT (kind `mdt_client`, component = `<mdt>:<nid>`, e.g.
+`lustrefs-MDT0000:172.20.20.4@o2ib`; split at the first `:`, target names have none):
+`mdt/<mdt>/exports/<nid>/stats`, the operations md_stats counts, for that client only,
+summed into `md_ops` (the MDT's own `md_<op>` give the mix). These name the node behind a
+metadata storm, job or not. Only clients whose counters moved in the interval are
+reported (`Reading.sparse`): an MDS keeps an export for every client that mounted the file
+system, thousands of them mostly idle, and each costs the agent one counter of state.
+
 Per MDS (kind `mds`, component = host): the PTLRPC services under `mds/MDS/` — `mdt`, the
-main metadata service, with the plain names `wait_us`, `queue_len`, `active_threads`,
-`service_us`, the others prefixed (`mdt_readpage_wait_us`); see `_lustre.service`.
+main metadata service, with the plain names `wait_us` (`req_waittime`), `queue_len`
+(`req_qdepth`), `active_threads` (`req_active`), `service_us`, the others prefixed
+(`mdt_readpage_wait_us`); see `_lustre.service`. The MDTs a host reports are the ones it
+serves (the same agent round, hence the same sample time).
 """
 
 from __future__ import annotations
@@ -68,9 +80,24 @@ class LustreMdsSource:
             if st is not None:
                 yield from metadata("mdt", mdt, st.by_name(), None, timed=True)
             for job in _lustre.job_stats(root, "mdt", mdt) or []:
-                yield from metadata("mdt", mdt, job.by_name(), job.job_id, timed=False)
+                yield from metadata("mdt", mdt, job.by_name(), job.job_id, timed=True)
+            yield from clients(root, mdt)
             yield from _lustre.capacity(root, "mdt", mdt, "mdt", osds)
         yield from _lustre.services(root, self.kind, self.host, "mds/MDS", "mdt")
+
+
+def clients(root: Path, mdt: str) -> Iterator[Reading]:
+    """Per-client operations from `exports/<nid>/stats`, reported only when they moved.
+
+    One counter per client (not one per operation): 5,000 exports are 5,000 counters of
+    agent state, and the MDT's md_stats already give the operation mix."""
+    exports = f"mdt/{mdt}/exports"
+    for nid in _lustre.targets(root, exports):
+        st = _lustre.stats(root, exports, nid, "stats")
+        if st is None:
+            continue
+        total = sum(c.samples for c in st.counters if c.name not in DATA_COUNTERS)
+        yield Reading("mdt_client", f"{mdt}:{nid}", "md_ops", float(total), sparse=True)
 
 
 def metadata(
@@ -81,7 +108,9 @@ def metadata(
     *,
     timed: bool,
 ) -> Iterator[Reading]:
-    """md_ops, md_<op>, Data-on-MDT traffic and (if `timed`) service_us of one MDT or job."""
+    """md_ops, md_<op>, Data-on-MDT traffic and (if `timed`) service_us of one MDT or job:
+    the mean time per metadata operation, from the `[usecs]` counters of 2.12+ (2.10
+    counts `[reqs]` only and gets none)."""
     ops = {name: c for name, c in by.items() if name not in DATA_COUNTERS}
     total = sum(c.samples for c in ops.values())
     yield Reading(kind, component, "md_ops", float(total), True, job_id)
@@ -101,5 +130,6 @@ def metadata(
             "service_us",
             float(sum(c.sum or 0 for c in latencies)),
             counter=False,
+            job_id=job_id,
             per=float(sum(c.samples for c in latencies)),
         )

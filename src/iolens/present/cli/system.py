@@ -125,9 +125,17 @@ def _print_load(summary: dict[str, Any], top: int) -> None:
     if mds and mds["total_ops"]:
         out.print(
             f"MDS: {mds['total_ops']:,} metadata ops; jobs {_pct(mds['job_share'])}, "
-            f"other clients (login nodes, untagged) {_pct(mds['other_share'])}; "
+            f"other clients (login nodes, untagged) {_pct(mds['other_share'])}: processes "
+            f"outside any job {_pct(mds['untagged_share'])}, no jobstats entry "
+            f"{_pct(mds['unattributed_ops'] / mds['total_ops'])}; "
             f"above 75 % of peak {_pct(mds['time_above_75'])} of the time."
         )
+        procs = [_untagged(p) for p in mds["top_untagged"][:3]]
+        clients = [f"{c['host'] or c['nid']} {_pct(c['share'])}" for c in mds["top_clients"][:3]]
+        if procs:
+            out.print("Top untagged processes: " + ", ".join(procs) + ".")
+        if clients:
+            out.print("Top clients (MDT exports): " + ", ".join(clients) + ".")
         t = Table(title="MDS load by hour", header_style="bold", pad_edge=False)
         for col in ("hour", "ops", "jobs", "other", "other %", "peak load"):
             t.add_column(col, justify="left" if col == "hour" else "right")
@@ -141,6 +149,14 @@ def _print_load(summary: dict[str, Any], top: int) -> None:
                 _pct(b["peak_load"]),
             )
         out.print(t)
+
+
+def _untagged(p: dict[str, Any]) -> str:
+    """`find (uid 1003, carol) 94%`: an untagged process of the MDS split."""
+    name = p["process"] or p["job_id"]
+    if p["uid"] is not None:
+        name += f" (uid {p['uid']}" + (f", {p['user']})" if p["user"] else ")")
+    return f"{name} {_pct(p['share'])}"
 
 
 @alerts_app.command("check")
