@@ -72,9 +72,7 @@ class IofwdSource:
         clients: dict[str, list[ForwarderStats]] = {}
         for svc in services:
             for path in sorted((svc / iofwd.CLIENTS_DIR).glob(f"*/{iofwd.STATS_FILE}")):
-                clients.setdefault(path.parent.name, []).append(
-                    iofwd.parse_file(path, client=True)
-                )
+                clients.setdefault(path.parent.name, []).append(iofwd.parse_file(path, client=True))
         for client, files in sorted(clients.items()):
             yield from _traffic(CLIENT_KIND, f"{self.host}:{client}", files)
 
