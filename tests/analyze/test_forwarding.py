@@ -530,8 +530,11 @@ def test_thrashing_from_the_forwarders_lustre_client(tmp_path: Path) -> None:
             forwarding=[("cn01", "fwdL")],
             client_io=traced_reads("501", "cn01", range(0, 40), 2048 * MIB, 1),
         )
-        found, _gaps = run(store, CacheThrashing())
+        found, gaps = run(store, CacheThrashing(), SlowForwarder())
     assert [(e["kind"], e["component_id"]) for e in found] == [("cache_thrashing", "fwdL")]
+    # llite and osc counters carry bytes and calls but no service time: said, not judged
+    assert [(g["detector"], g["components"]) for g in gaps] == [("slow_forwarder", ["fwdL"])]
+    assert "report only" in gaps[0]["missing"] and "read_bytes" in gaps[0]["missing"]
     e = found[0]
     assert (e["start"], e["end"]) == (at(10), at(25))
     assert e["evidence"]["basis"] == "lustre client"

@@ -71,7 +71,7 @@ class SlowForwarder:
         blind = [f for f in forwarding.forwarders(ctx) if not has.get(f, False)]
         if not blind:
             return
-        reported = forwarding.reported_metrics(ctx)
+        reported = _what_it_reports(ctx, blind)
         routers = [f for f in blind if reported.get(f, set()) & forwarding.LNET_METRICS]
         silent = [f for f in blind if not reported.get(f)]
         others = [f for f in blind if f not in routers and f not in silent]
@@ -97,6 +97,25 @@ class SlowForwarder:
                 "run `iolens agent` on them with the iofwd (or lnet_router) source; "
                 + DAEMON_REMEDY,
             )
+
+
+def _what_it_reports(ctx: Context, fwds: list[str]) -> dict[str, set[str]]:
+    """Metrics each forwarder's collectors reported (`metrics`), plus the traffic columns
+    its samples carry (stores filled without `metrics` rows, e.g. a simulator's)."""
+    known = forwarding.reported_metrics(ctx)
+    g = ctx.grid("forwarder")
+    index = {c: i for i, c in enumerate(g.ids)}
+    columns = {"read_bytes": g.read_bytes, "write_bytes": g.write_bytes, "md_ops": g.md_ops}
+    out = {}
+    for f in fwds:
+        have = set(known.get(f, ()))
+        if f in index:
+            i = index[f]
+            have |= {name for name, a in columns.items() if a[i].any()}
+            if np.isfinite(g.queue[i]).any():
+                have.add("queue_len")
+        out[f] = have
+    return out
 
 
 def _backend_service(ctx: Context, fwd: str, start: datetime, end: datetime) -> dict[str, Any]:
