@@ -140,7 +140,9 @@ def _jobs_of_clients(
     for c in clients:
         here = on_node.get(c["client"])
         if not here:
-            other.append({k: c[k] for k in ("client", "bytes", "requests")})
+            other.append(
+                {"client": c["client"], "bytes": int(c["bytes"]), "requests": int(c["requests"])}
+            )
             continue
         total = sum(s for _, s in here)
         for job, seconds in here:
