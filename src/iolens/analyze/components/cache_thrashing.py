@@ -100,7 +100,7 @@ class Series:
     pages: np.ndarray  # the same, in whole pages
     backend: np.ndarray  # bytes read from the file system for them
     interval_s: float  # longest sample interval behind `backend`
-    jobs: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # (asked, backend)
+    jobs: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # (pages, backend)
     window_pages: np.ndarray | None = None
     window_backend: np.ndarray | None = None
 
