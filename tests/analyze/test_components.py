@@ -232,30 +232,6 @@ def test_clogged_forwarder_is_not_slow(tmp_path):
         assert episodes(store) == []
 
 
-@pytest.mark.parametrize("amplification", [3.5, 1.0])
-def test_cache_thrashing_cross_layer_ratio(tmp_path, amplification):
-    rows = []
-    for t in range(10, 30 * 60 + 1, 10):
-        reading = 5 <= (t - 1) // 60 < 12
-        for fwd, job in (("fwd001", "j1"), ("fwd002", "j2")):
-            rb = int(2e9) if reading else 0
-            amp = amplification if fwd == "fwd002" else 1.0
-            rows.append(sample(t, "forwarder", fwd, job, read_bytes=rb, read_ops=rb // 2**20))
-            for ost in OSTS[:2]:
-                rows.append(sample(t, "ost", ost, job, read_bytes=int(rb * amp / 2)))
-    comps = [("fwd001", "forwarder", 2.5e9, 6e4), ("fwd002", "forwarder", 2.5e9, 6e4)]
-    jobs = [{"job_id": j, "user": "u", "app": "shentu", "nprocs": 4} for j in ("j1", "j2")]
-    with make_store(tmp_path, comps, rows, jobs, [("cn1", "fwd001"), ("cn2", "fwd002")]) as s:
-        found = episodes(s)
-    if amplification == 1.0:
-        assert found == []
-        return
-    assert [(e["kind"], e["component_id"]) for e in found] == [("cache_thrashing", "fwd002")]
-    ev = json.loads(found[0]["evidence"])
-    assert ev["ratio"] == pytest.approx(3.5) and ev["jobs"][0]["job_id"] == "j2"
-    assert ev["jobs"][0]["app"] == "shentu"
-
-
 @pytest.mark.parametrize(
     ("minutes", "queue", "expected"),
     [(70, 5.0, 1), (50, 5.0, 0), (70, 0.0, 0)],

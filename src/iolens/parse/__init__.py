@@ -13,6 +13,8 @@ Modules (one per format family; see `../shared/data/FORMATS.md`):
 - :mod:`.lustre_hist`     `brw_stats`, `osc/mdc.*.rpc_stats` histograms -> :class:`HistogramFile`
 - :mod:`.lctl`            multi-target `lctl get_param` output -> :class:`ParamEntry` per parameter,
                           and dispatch of each entry to the parsers above
+- :mod:`.iofwd`           forwarder-daemon statistics (`docs/forwarder-format.md`)
+                          -> :class:`ForwarderStats`, and `render` back to text
 - :mod:`.infiniband`      sysfs port counters, `perfquery -x` / `-E`, `ibnetdiscover --ports`
 - :mod:`.slurm`           `sacct --parsable2`/`--parsable` rows, hostlist expansion, durations
 - :mod:`.lmt`             LMT SQLite databases (OST/OSS/MDS data, MDS ops) and OST bandwidth
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 from iolens.parse import (
     infiniband,
+    iofwd,
     lctl,
     lmt,
     lustre_hist,
@@ -34,6 +37,7 @@ from iolens.parse import (
 
 __all__ = [
     "infiniband",
+    "iofwd",
     "lctl",
     "lmt",
     "lustre_hist",

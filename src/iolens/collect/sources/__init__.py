@@ -3,6 +3,7 @@ batches) are the registries the agent and its config read."""
 
 from iolens.collect.base import BatchSource, Source
 from iolens.collect.sources.infiniband import InfinibandSource
+from iolens.collect.sources.iofwd import IofwdSource
 from iolens.collect.sources.lnet_router import LnetRouterSource
 from iolens.collect.sources.lustre_client import LustreClientSource
 from iolens.collect.sources.lustre_mds import LustreMdsSource
@@ -17,6 +18,9 @@ SOURCES: dict[str, type[Source]] = {
     LustreOssSource.name: LustreOssSource,
     LustreMdsSource.name: LustreMdsSource,
     LustreClientSource.name: LustreClientSource,
+    # Last: on a forwarding node that also runs `lnet_router` or `lustre_client` with role
+    # `forwarder`, the daemon's own gauges (queue_len ...) are the ones `server_samples` keeps.
+    IofwdSource.name: IofwdSource,
 }
 
 BATCH_SOURCES: dict[str, type[BatchSource]] = {
