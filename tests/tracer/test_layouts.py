@@ -116,20 +116,6 @@ def test_mountinfo_lines(harness: Path):
 # -- a traced run on a stand-in Lustre -------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def fake_lustre(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("fakelustre")
-    return compile_c(
-        HERE / "workloads" / "fake_lustre.c", out / "libfakelustre.so", "-shared", "-fPIC", "-ldl"
-    )
-
-
-@pytest.fixture(scope="module")
-def layouts_prog(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("layouts")
-    return compile_c(HERE / "workloads" / "layouts.c", out / "layouts")
-
-
 def traced_run(
     lib: Path, fake: Path, prog: Path, tmp: Path, n_other: int = 20, extra_env: dict | None = None
 ):

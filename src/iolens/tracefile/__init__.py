@@ -5,10 +5,12 @@
     library_path()                 the libiolens.so to put in LD_PRELOAD
     batch_of(trace)                one process's trace as an idempotent store batch
     Layout                         a file's Lustre layout, as the tracer read it
+    writer.write(trace, spool)     a TraceFile written as the tracer writes it (writer.py:
+                                   encode, process_trace for one process's client records)
 
 Modules: format (byte layouts mirrored from tracer/include/iolens_trace.h), reader
 (validation, raw sections), tables (Arrow conversion), trace (TraceFile), layout
-(Lustre layouts and OST names), library.
+(Lustre layouts and OST names), writer (the format, from Python), library.
 """
 
 from __future__ import annotations
