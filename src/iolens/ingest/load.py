@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pyarrow as pa
 
 from iolens.model.batch import Batch
-from iolens.model.schema import job_precedence_sql
+from iolens.model.schema import MERGED_BY_KEY, job_precedence_sql
 from iolens.store.base import Store
 
 
@@ -57,10 +57,11 @@ def load_many(store: Store, batches: list[Batch]) -> list[dict[str, int]]:
                     tables["jobs"] = _without_known(store, tables["jobs"])
                 else:
                     tables["jobs"] = _merge_known_jobs(store, tables["jobs"])
-            if "files" in tables:
-                _delete_keys(store, "files", "file_id", tables["files"])
+            for name, key in MERGED_BY_KEY.items():
+                if name in tables:
+                    tables[name] = _merge_by_key(store, name, key, tables[name])
             for name, table in tables.items():
-                if name in ("jobs", "files"):  # upserts: appended now for later batches to see
+                if name == "jobs" or name in MERGED_BY_KEY:  # appended now: later batches see them
                     counts[i][name] = store.append(name, table)
                 else:
                     merged.setdefault(name, []).append(table)
@@ -108,6 +109,34 @@ def _merge_known_jobs(store: Store, jobs: pa.Table) -> pa.Table:
         store.unregister("_iolens_new_jobs")
     _delete_keys(store, "jobs", "job_id", jobs)
     return merged.select(jobs.column_names).cast(jobs.schema)
+
+
+def _merge_by_key(store: Store, name: str, key: str, rows: pa.Table) -> pa.Table:
+    """`rows` merged with the stored rows of their keys, which are then removed.
+
+    Per column, the newest non-null value wins: within the batch the later row, then the
+    batch over the store. A null never erases a known value (an agent's OST row without
+    a peak keeps the site's peak; a trace of a file without its layout keeps the layout).
+    """
+    cols = [c for c in rows.column_names if c != key]
+    numbered = rows.append_column("_r", pa.array(range(rows.num_rows), pa.int64()))
+    store.register("_iolens_new_rows", numbered)
+    try:
+        newest = ", ".join(
+            f'arg_max("{c}", _r) FILTER (WHERE "{c}" IS NOT NULL) AS "{c}"' for c in cols
+        )
+        known = ", ".join(f'any_value("{c}") AS "{c}"' for c in cols)
+        picks = ", ".join(f'coalesce(n."{c}", o."{c}") AS "{c}"' for c in cols)
+        merged = store.query(
+            f'WITH n AS (SELECT "{key}", {newest} FROM _iolens_new_rows GROUP BY "{key}"), '
+            f'o AS (SELECT "{key}", {known} FROM {name} '
+            f'WHERE "{key}" IN (SELECT "{key}" FROM _iolens_new_rows) GROUP BY "{key}") '
+            f'SELECT n."{key}", {picks} FROM n LEFT JOIN o USING ("{key}")'
+        )
+    finally:
+        store.unregister("_iolens_new_rows")
+    _delete_keys(store, name, key, rows)
+    return merged.select(rows.column_names).cast(rows.schema)
 
 
 def _without_known(store: Store, jobs: pa.Table) -> pa.Table:
