@@ -79,18 +79,21 @@ def encode(trace: TraceFile) -> bytes:
     base_ns = _ns(trace.start)
     records = _records(trace.client_io, ids, base_ns)
     summaries = _summaries(trace.summaries, ids, base_ns)
-    out = fmt.MAGIC + struct.pack("<II", fmt.FORMAT_VERSION, fmt.ENDIAN_MARK)
+    parts = [fmt.MAGIC + struct.pack("<II", fmt.FORMAT_VERSION, fmt.ENDIAN_MARK)]
     tid = trace.pid & 0xFFFFFFFF
     for at in range(0, len(records), RECORDS_PER_SECTION):
         block = records[at : at + RECORDS_PER_SECTION]
-        out += _section(fmt.SEC_RECORDS, block.tobytes(), aux=tid)
-    out += _section(fmt.SEC_FILES, _files(index, trace.layouts))
-    out += _section(fmt.SEC_SUMMARY, summaries.tobytes())
+        parts.append(_section(fmt.SEC_RECORDS, block.tobytes(), aux=tid))
+    parts.append(_section(fmt.SEC_FILES, _files(index, trace.layouts)))
+    parts.append(_section(fmt.SEC_SUMMARY, summaries.tobytes()))
     if trace.hints:
-        out += _section(fmt.SEC_HINTS, _hints(trace.hints, index))
+        parts.append(_section(fmt.SEC_HINTS, _hints(trace.hints, index)))
     layouts = sum(1 for p in trace.layouts if p in index)
-    out += _section(fmt.SEC_HEADER, _header(trace, len(records), len(index), layouts, base_ns))
-    return out + _section(fmt.SEC_END, b"")
+    parts.append(
+        _section(fmt.SEC_HEADER, _header(trace, len(records), len(index), layouts, base_ns))
+    )
+    parts.append(_section(fmt.SEC_END, b""))
+    return b"".join(parts)
 
 
 def write(trace: TraceFile, spool: str | os.PathLike[str]) -> Path:
@@ -161,14 +164,24 @@ def _hints(hints: dict[str, dict[str, str]], index: dict[str, int]) -> bytes:
 
 
 def _codes(column: pa.ChunkedArray, names: tuple[str, ...], what: str, src: str) -> np.ndarray:
-    values = column.to_numpy(zero_copy_only=False)
-    lookup = {n: i for i, n in enumerate(names)}
-    try:
-        return np.array([lookup[v] for v in values], np.uint8)
-    except KeyError as exc:
-        raise InputError(
-            src, f"unknown {what} {exc.args[0]!r} (known: {', '.join(names)})"
-        ) from None
+    """The tracer's codes of op or layer names (their position in `names`)."""
+    codes = pc.index_in(column, value_set=pa.array(names))
+    if codes.null_count:
+        bad = pc.filter(column, codes.is_null())[0].as_py()
+        raise InputError(src, f"unknown {what} {bad!r} (known: {', '.join(names)})")
+    return codes.to_numpy().astype(np.uint8)
+
+
+def _indexes(file_ids: pa.ChunkedArray, ids: dict[int, int]) -> np.ndarray:
+    """FILES indexes of file ids (FILE_NONE for a null id), vectorised: a process's trace
+    can hold millions of records."""
+    keys = np.array(sorted(ids), np.int64)
+    vals = np.array([ids[k] for k in sorted(ids)], np.uint32)
+    fid = pc.fill_null(file_ids, 0).to_numpy().astype(np.int64)
+    at = np.clip(np.searchsorted(keys, fid), 0, max(len(keys) - 1, 0))
+    hit = (keys[at] == fid) if len(keys) else np.zeros(len(fid), bool)
+    out = np.where(hit, vals[at] if len(keys) else 0, fmt.FILE_NONE).astype(np.uint32)
+    return np.where(file_ids.is_null().to_numpy(zero_copy_only=False), fmt.FILE_NONE, out)
 
 
 def _records(client_io: pa.Table, ids: dict[int, int], base_ns: int) -> np.ndarray:
@@ -180,8 +193,7 @@ def _records(client_io: pa.Table, ids: dict[int, int], base_ns: int) -> np.ndarr
     r["layer"] = _codes(
         pc.fill_null(client_io["layer"], "posix"), fmt.LAYER_NAMES, "layer", "client_io"
     )
-    fids = client_io["file_id"].to_numpy(zero_copy_only=False)
-    r["file"] = [ids.get(int(f), fmt.FILE_NONE) if f is not None else fmt.FILE_NONE for f in fids]
+    r["file"] = _indexes(client_io["file_id"], ids)
     for c in ("offset", "size", "stride", "count"):
         r[c] = pc.fill_null(client_io[c], -1 if c == "offset" else 0).to_numpy()
     r["t_start"] = _ticks(client_io["t_start"].to_numpy(), base_ns)
@@ -195,7 +207,7 @@ def _summaries(table: pa.Table, ids: dict[int, int], base_ns: int) -> np.ndarray
     s = np.zeros(n, fmt.SUMMARY)
     if not n:
         return s
-    s["file"] = [ids[int(f)] for f in table["file_id"].to_pylist()]
+    s["file"] = _indexes(table["file_id"], ids)
     s["layer"] = _codes(table["layer"], fmt.LAYER_NAMES, "layer", "summaries")
     s["ops"] = np.stack([table[f"{op}_ops"].to_numpy() for op in fmt.OP_NAMES], axis=1)
     for c in (
@@ -337,6 +349,22 @@ def _layouts_of(files: pa.Table) -> dict[str, Layout]:
 # -- the tracer's fold, in numpy -----------------------------------------------------------------
 
 
+def _reduce_at(
+    ufunc: np.ufunc, out: np.ndarray, group: np.ndarray, values: np.ndarray, grouped: bool = False
+) -> None:
+    """out[k] = ufunc(out[k], values of group k), for all k at once (reduceat over the
+    values sorted by group; `grouped`: they already are)."""
+    if not len(group):
+        return
+    if grouped:
+        g, v = group, values
+    else:
+        order = np.argsort(group, kind="stable")
+        g, v = group[order], values[order]
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    out[g[starts]] = ufunc(out[g[starts]], ufunc.reduceat(v, starts))
+
+
 def fold(client_io: pa.Table) -> pa.Table:
     """Per-file, per-layer summaries of one process's records, as `iol_fold` computes them
     (tracer/src/core/buffer.c) over records in this order: calls per op, bytes, highest
@@ -355,16 +383,20 @@ def fold(client_io: pa.Table) -> pa.Table:
     t0 = client_io["t_start"].to_numpy().astype("datetime64[us]").astype(np.int64)
     t1 = client_io["t_end"].to_numpy().astype("datetime64[us]").astype(np.int64)
     dur = pc.fill_null(client_io["dur_ns"], 0).to_numpy()
-    keys, group = np.unique(
-        np.stack([fid, layer.astype(np.int64)], axis=1), axis=0, return_inverse=True
-    )
-    group = group.ravel()
-    g = len(keys)
+    files, file_of = np.unique(fid, return_inverse=True)
+    pairs, group = np.unique(file_of.ravel() * len(fmt.LAYER_NAMES) + layer, return_inverse=True)
+    g = len(pairs)
+    keys = np.stack([files[pairs // len(fmt.LAYER_NAMES)], pairs % len(fmt.LAYER_NAMES)], axis=1)
+    # records grouped by (file, layer), each group in record order: what the fold visits
+    order = np.argsort(group.ravel(), kind="stable")
+    group = group.ravel()[order]
+    op, fid, off, size, stride, count = (a[order] for a in (op, fid, off, size, stride, count))
+    t0, t1, dur = t0[order], t1[order], dur[order]
 
     def total(mask: np.ndarray, values: np.ndarray) -> np.ndarray:
-        return np.bincount(
-            group[mask], weights=values[mask].astype(np.float64), minlength=g
-        ).astype(np.int64)
+        out = np.zeros(g, np.int64)  # integer sums: exact beyond 2^53 bytes, unlike bincount
+        _reduce_at(np.add, out, group[mask], values[mask].astype(np.int64), grouped=True)
+        return out
 
     last_off = off + (count - 1) * stride
     top = np.where(stride >= 0, last_off, off) + size - 1
@@ -394,21 +426,22 @@ def fold(client_io: pa.Table) -> pa.Table:
     for mask, name in ((is_r, "max_byte_read"), (is_w, "max_byte_written")):
         m = mask & (size > 0) & (off >= 0)
         best = np.full(g, -1, np.int64)
-        np.maximum.at(best, group[m], top[m])
+        _reduce_at(np.maximum, best, group[m], top[m], grouped=True)
         cols[name] = pa.array(best, pa.int64(), mask=best < 0)
     cols["seq_reads"], cols["seq_writes"] = total(is_r, seq), total(is_w, seq)
     cols["consec_reads"], cols["consec_writes"] = total(is_r, consec), total(is_w, consec)
     bins = np.searchsorted(np.asarray(fmt.HIST_EDGES[1:]), size, side="right")
     for mask, name in ((is_r, "read_size_hist"), (is_w, "write_size_hist")):
-        hist = np.zeros((g, fmt.HIST_BINS), np.int64)
-        np.add.at(hist, (group[mask], bins[mask]), count[mask])
+        hist = np.zeros(g * fmt.HIST_BINS, np.int64)
+        _reduce_at(np.add, hist, group[mask] * fmt.HIST_BINS + bins[mask], count[mask])
+        hist = hist.reshape(g, fmt.HIST_BINS)
         cols[name] = pa.FixedSizeListArray.from_arrays(
             pa.array(hist.ravel(), pa.int64()), fmt.HIST_BINS
         )
     first = np.full(g, np.iinfo(np.int64).max)
     last = np.full(g, np.iinfo(np.int64).min)
-    np.minimum.at(first, group, t0)
-    np.maximum.at(last, group, t1)
+    _reduce_at(np.minimum, first, group, t0, grouped=True)
+    _reduce_at(np.maximum, last, group, t1, grouped=True)
     cols["t_first"] = pa.array(first.astype("datetime64[us]"), pa.timestamp("us"))
     cols["t_last"] = pa.array(last.astype("datetime64[us]"), pa.timestamp("us"))
     cols["read_time_ns"] = total(is_r, dur)
