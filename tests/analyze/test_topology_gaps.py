@@ -104,6 +104,16 @@ def test_missing_topology_lists_unmapped_nodes_and_components_without_peaks(stor
     ] == ["peak_ops"]
 
 
+def test_nids_name_hosts(store, tmp_path: Path):
+    from iolens.ingest.topology import load_topology
+
+    site = tmp_path / "site.toml"
+    site.write_text('[[aliases]]\nhosts = "c[1-2]"\naliases = "10.1.0.[1-2]@o2ib"\n')
+    load_topology(store, site)
+    got = topo.host_names(store, ["10.1.0.2@o2ib", "10.9.9.9@tcp", "c1"])
+    assert got == {"10.1.0.2@o2ib": "c2", "10.9.9.9@tcp": "10.9.9.9@tcp", "c1": "c1"}
+
+
 def job_batch(with_layout: bool) -> Batch:
     path = "/scratch/run/out.dat"
     fid = file_id(path)

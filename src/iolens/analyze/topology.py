@@ -25,6 +25,7 @@ __all__ = [
     "REMEDY_LAYOUTS",
     "REMEDY_PEAKS",
     "Missing",
+    "host_names",
     "missing_topology",
     "unmapped_nodes",
     "without_peak",
@@ -95,6 +96,25 @@ def unmapped_nodes(store: Store, nodes: Iterable[str]) -> list[str]:
         ids,
     )
     return [n for n in ids if n not in mapped and n not in direct]
+
+
+def host_names(store: Store, names: Iterable[str]) -> dict[str, str]:
+    """The host each name stands for: a Lustre NID (`10.1.0.7@o2ib`, as `exports/<nid>`
+    names clients), an address or another alias from `component_aliases`; a name that is
+    a host itself, or that the topology does not know, maps to itself."""
+    ids = sorted(set(names))
+    if not ids:
+        return {}
+    store.register("_iolens_topo_ids", pa.table({"id": pa.array(ids, pa.string())}))
+    try:
+        rows = store.query(
+            "SELECT alias, any_value(component_id) AS host FROM component_aliases "
+            "JOIN _iolens_topo_ids ON alias = id GROUP BY alias"
+        ).to_pylist()
+    finally:
+        store.unregister("_iolens_topo_ids")
+    found = {r["alias"]: r["host"] for r in rows}
+    return {n: found.get(n, n) for n in ids}
 
 
 def without_peak(store: Store, components: Iterable[str], column: str = "peak_bw") -> list[str]:
