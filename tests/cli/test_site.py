@@ -86,3 +86,30 @@ def test_spank_plugin_builds_warning_free(tmp_path):
         ["nm", "-D", "--defined-only", str(tmp_path / "p.so")], capture_output=True, text=True
     ).stdout
     assert "slurm_spank_init" in syms and "slurm_spank_task_init" in syms
+
+
+def test_site_topology_sample_load_and_show(tmp_path):
+    """`--sample` prints a file that loads; `--show --json` reports what is stored; a bad
+    file is one `error:` line naming the file and key, and creates no store."""
+    sample = run_cli("site", "topology", "--sample")
+    assert sample.returncode == 0 and "[[forwarders]]" in sample.stdout
+    site = tmp_path / "site.toml"
+    site.write_text(sample.stdout)
+    db = str(tmp_path / "s.duckdb")
+    res = run_cli("site", "topology", str(site), "--db", db, "--show", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["loaded"]["forwarding"] == 1024 and out["loaded"]["components"]["oss"] == 2
+    assert out["stored"]["forwarding"] == 1024
+    assert {f["component_id"]: f["nodes"] for f in out["stored"]["forwarders"]} == {
+        "fwd01": 512,
+        "fwd02": 512,
+    }
+    human = run_cli("site", "topology", "--db", db, "--show")
+    assert human.returncode == 0 and "fwd01" in human.stdout and "oss01" in human.stdout
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[forwarders]]\nname = "f"\nnodes = "c1"\npeak_bw = "fast"\n')
+    res = run_cli("site", "topology", str(bad), "--db", str(tmp_path / "new.duckdb"))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr.strip() == f"error: {bad}: forwarders[0] (f).peak_bw: not a rate: 'fast'"
+    assert not (tmp_path / "new.duckdb").exists()

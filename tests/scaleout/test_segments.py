@@ -168,6 +168,31 @@ def test_jobs_and_files_merge_as_load_merges_them(tmp_path):
                 {"file_id": [2], "path": ["/b"], "stripe_size": [4], "osts": [["o2", "o3"]]}
             ),
         ),
+        # a trace that saw /a without its layout keeps the layout known
+        Batch(
+            "tracer",
+            files=pa.table(
+                {
+                    "file_id": [1],
+                    "path": ["/a"],
+                    "stripe_size": pa.nulls(1, pa.int64()),
+                    "osts": pa.nulls(1, pa.list_(pa.string())),
+                }
+            ),
+        ),
+        # the site's peaks, then an agent that knows the OST's server but not its peak
+        Batch("site", components=_components([("o1", "ost", None, 2e9), ("o2", "ost", None, 3e9)])),
+        Batch(
+            "agent",
+            components=_components([("o1", "ost", "oss1", None), ("oss1", "oss", None, None)]),
+        ),
+        Batch(
+            "site", forwarding=pa.table({"compute_node": ["c1", "c2"], "forwarder": ["f1", "f1"]})
+        ),
+        Batch("site", forwarding=pa.table({"compute_node": ["c2"], "forwarder": ["f2"]})),
+        Batch(
+            "site", component_aliases=pa.table({"alias": ["10.0.0.1@o2ib"], "component_id": ["c1"]})
+        ),
     ]
     ref = DuckDBStore(tmp_path / "ref.duckdb")
     writers = [SegmentWriter(tmp_path / "ds", g, fsync=False) for g in ("g1", "g2")]
@@ -177,9 +202,25 @@ def test_jobs_and_files_merge_as_load_merges_them(tmp_path):
     for w in writers:
         w.close()
     with DatasetStore(tmp_path / "ds", read_only=True) as ds:
-        for sql in ("SELECT * FROM jobs ORDER BY job_id", "SELECT * FROM files ORDER BY ALL"):
+        for table in ("jobs", "files", "components", "forwarding", "component_aliases"):
+            sql = f"SELECT * FROM {table} ORDER BY ALL"
             assert ds.query(sql).to_pylist() == ref.query(sql).to_pylist(), sql
+        assert ref.query(
+            "SELECT peak_bw, parent FROM components WHERE component_id = 'o1'"
+        ).to_pylist() == [{"peak_bw": 2e9, "parent": "oss1"}]
     ref.close()
+
+
+def _components(rows: list[tuple]) -> pa.Table:
+    return pa.table(
+        {
+            "component_id": [r[0] for r in rows],
+            "kind": [r[1] for r in rows],
+            "parent": pa.array([r[2] for r in rows], pa.string()),
+            "peak_bw": pa.array([r[3] for r in rows], pa.float64()),
+            "peak_ops": pa.nulls(len(rows), pa.float64()),
+        }
+    )
 
 
 def test_readers_ignore_half_done_work():

@@ -114,11 +114,88 @@ def test_jobs_are_upserted_by_id(tmp_path):
 
 def test_batch_with_a_known_key_is_skipped(tmp_path):
     rows = pa.table({"compute_node": ["cn1"], "forwarder": ["f1"]})
+    other = pa.table({"compute_node": ["cn2"], "forwarder": ["f1"]})
     with DuckDBStore(tmp_path / "s.duckdb") as store:
         assert load(store, Batch("t", key="host:1:2", forwarding=rows)) == {"forwarding": 1}
-        assert load(store, Batch("t", key="host:1:2", forwarding=rows)) == {}
-        assert load(store, Batch("t", key="host:1:3", forwarding=rows)) == {"forwarding": 1}
+        assert load(store, Batch("t", key="host:1:2", forwarding=other)) == {}
+        assert load(store, Batch("t", key="host:1:3", forwarding=other)) == {"forwarding": 1}
         assert store.query("SELECT count(*) AS n FROM forwarding").to_pylist() == [{"n": 2}]
+
+
+def test_topology_and_files_merge_by_key_and_nulls_keep_what_is_known(tmp_path):
+    comp = pa.schema(
+        [("component_id", pa.string()), ("kind", pa.string()), ("parent", pa.string()),
+         ("peak_bw", pa.float64()), ("peak_ops", pa.float64())]
+    )  # fmt: skip
+    site = pa.Table.from_pylist(
+        [
+            {
+                "component_id": "fs-OST0000",
+                "kind": "ost",
+                "parent": None,
+                "peak_bw": 2e9,
+                "peak_ops": None,
+            }
+        ],
+        schema=comp,
+    )
+    agent = pa.Table.from_pylist(
+        [
+            {"component_id": "fs-OST0000", "kind": "ost", "parent": "oss1", "peak_bw": None},
+            {"component_id": "oss1", "kind": "oss", "parent": None, "peak_bw": None},
+        ],
+        schema=comp,
+    )
+    with DuckDBStore(tmp_path / "s.duckdb") as store:
+        load(store, Batch("site", components=site))
+        load(store, Batch("agent", components=agent))
+        load(store, Batch("agent", components=agent))  # every round: still one row each
+        rows = store.query("SELECT * FROM components ORDER BY component_id").to_pylist()
+        assert rows == [
+            {
+                "component_id": "fs-OST0000",
+                "kind": "ost",
+                "parent": "oss1",
+                "peak_bw": 2e9,
+                "peak_ops": None,
+            },
+            {
+                "component_id": "oss1",
+                "kind": "oss",
+                "parent": None,
+                "peak_bw": None,
+                "peak_ops": None,
+            },
+        ]
+        # a compute node moved to another forwarder: its row is replaced, others kept
+        fwd = pa.table({"compute_node": ["c1", "c2"], "forwarder": ["f1", "f1"]})
+        load(store, Batch("site", forwarding=fwd))
+        load(
+            store, Batch("site", forwarding=pa.table({"compute_node": ["c2"], "forwarder": ["f2"]}))
+        )
+        got = store.query("SELECT * FROM forwarding ORDER BY compute_node").to_pylist()
+        assert got == [
+            {"compute_node": "c1", "forwarder": "f1"},
+            {"compute_node": "c2", "forwarder": "f2"},
+        ]
+        # a trace of a file without its layout does not erase the layout another traced
+        files = pa.schema(
+            [("file_id", pa.int64()), ("path", pa.string()), ("stripe_size", pa.int64()),
+             ("osts", pa.list_(pa.string()))]
+        )  # fmt: skip
+        known = [{"file_id": 7, "path": "/l/a", "stripe_size": 1 << 20, "osts": ["fs-OST0000"]}]
+        load(store, Batch("t1", files=pa.Table.from_pylist(known, schema=files)))
+        unknown = [{"file_id": 7, "path": "/l/a", "stripe_size": None, "osts": None}]
+        load(store, Batch("t2", files=pa.Table.from_pylist(unknown, schema=files)))
+        assert store.query("SELECT * FROM files").to_pylist() == known
+        # within one batch the later row wins where both say something
+        two = [
+            {"alias": "10.0.0.1@o2ib", "component_id": "c1"},
+            {"alias": "10.0.0.1@o2ib", "component_id": "c9"},
+        ]
+        load(store, Batch("site", component_aliases=pa.Table.from_pylist(two)))
+        got = store.query("SELECT * FROM component_aliases").to_pylist()
+        assert got == [{"alias": "10.0.0.1@o2ib", "component_id": "c9"}]
 
 
 def test_keep_known_jobs_does_not_clobber_the_scheduler(tmp_path):

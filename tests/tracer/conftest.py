@@ -67,6 +67,25 @@ def fake_darshan(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
 
 
+@pytest.fixture(scope="session")
+def fake_lustre(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A stand-in Lustre client to preload after the tracer (workloads/fake_lustre.c)."""
+    if shutil.which(CC) is None:
+        pytest.skip("no C compiler")
+    out = tmp_path_factory.mktemp("fakelustre")
+    return compile_c(
+        HERE / "workloads" / "fake_lustre.c", out / "libfakelustre.so", "-shared", "-fPIC", "-ldl"
+    )
+
+
+@pytest.fixture(scope="session")
+def layouts_prog(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if shutil.which(CC) is None:
+        pytest.skip("no C compiler")
+    out = tmp_path_factory.mktemp("layouts")
+    return compile_c(HERE / "workloads" / "layouts.c", out / "layouts")
+
+
 @dataclass
 class Run:
     rc: int

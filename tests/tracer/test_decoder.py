@@ -22,8 +22,23 @@ def section(kind: int, payload: bytes, aux: int = 0) -> bytes:
     return struct.pack("<IIQ", kind, aux, len(payload)) + payload
 
 
-def build(records: np.ndarray | None = None, end: bool = True, version: int = 1) -> bytes:
-    """A complete file: 2 ticks per ns clock, two files, one record block."""
+def layout_entry(osts: list[int], fsname: bytes = b"lustre", stripe_size: int = 1 << 20) -> bytes:
+    """A version-3 FILES layout part: struct iol_layout_entry, then the OST indices."""
+    e = np.zeros(1, fmt.LAYOUT_ENTRY)
+    e[0] = (fmt.LOV_MAGIC_V1, 0, stripe_size, len(osts), 1, len(osts), fsname)
+    idx = struct.pack(f"<{len(osts)}I", *osts)
+    return e.tobytes() + idx + b"\0" * ((-len(idx)) % 8)
+
+
+def build(
+    records: np.ndarray | None = None,
+    end: bool = True,
+    version: int = 1,
+    layout: bytes | None = None,
+    lost: int = 0,
+) -> bytes:
+    """A complete file: 2 ticks per ns clock, two files, one record block; `layout` is
+    the layout part of /scratch/a.dat's FILES entry (format version 3)."""
     if records is None:
         records = np.zeros(2, fmt.RECORD)
         records[0] = (fmt.OP_NAMES.index("write"), 0, 0, 2, 0, 4096, 8192, 10, 1000, 3000, 800)
@@ -33,7 +48,12 @@ def build(records: np.ndarray | None = None, end: bool = True, version: int = 1)
     for idx, p in paths.items():
         raw = p.encode()
         pad = (-len(raw)) % 8
-        files += struct.pack("<IIII", idx, 3 if idx == 2 else 0, len(raw), 0) + raw + b"\0" * pad
+        flags = fmt.FE_LAYOUT if layout is not None and idx == 2 else 0
+        files += (
+            struct.pack("<IIII", idx, 3 if idx == 2 else 0, len(raw), flags) + raw + b"\0" * pad
+        )
+        if flags:
+            files += layout
     summ = np.zeros(1, fmt.SUMMARY)
     summ[0]["file"] = 2
     summ[0]["ops"][1] = 10
@@ -42,7 +62,7 @@ def build(records: np.ndarray | None = None, end: bool = True, version: int = 1)
     summ[0]["max_byte_written"] = 9 * 8192 + 4095
     summ[0]["hist_write"][2] = 10
     summ[0]["t_first"], summ[0]["t_last"], summ[0]["time_write"] = 1000, 3000, 800
-    h = np.zeros(1, fmt.HEADER)
+    h = np.zeros(1, fmt.header_dtype(version))
     strings = b"job-7" + b"node01" + b"/bin/app" + b"alice"
     h[0]["flags"] = fmt.F_PARTIAL
     h[0]["pid"], h[0]["ppid"], h[0]["rank"], h[0]["uid"] = 4242, 1, 3, 1000
@@ -51,6 +71,8 @@ def build(records: np.ndarray | None = None, end: bool = True, version: int = 1)
     h[0]["calls"], h[0]["records"] = 15, 2
     h[0]["dropped_records"], h[0]["dropped_calls"] = 1, 7
     h[0]["files"] = 4
+    if version >= 3:
+        h[0]["layouts"], h[0]["layouts_lost"] = int(layout is not None), lost
     h[0]["len_job_id"], h[0]["len_host"], h[0]["len_exe"], h[0]["len_user"] = 5, 6, 8, 5
     out = fmt.MAGIC + struct.pack("<II", version, fmt.ENDIAN_MARK)
     out += section(fmt.SEC_RECORDS, records.tobytes(), aux=99)
@@ -62,9 +84,10 @@ def build(records: np.ndarray | None = None, end: bool = True, version: int = 1)
     return out
 
 
-def test_golden(tmp_path: Path):
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_golden(version: int, tmp_path: Path):
     p = tmp_path / "node01-4242-1-0.iolens"
-    p.write_bytes(build())
+    p.write_bytes(build(version=version))
     t = decode(p)
     assert (t.job_id, t.host, t.pid, t.rank, t.exe, t.user) == (
         "job-7",
@@ -104,6 +127,32 @@ def test_golden(tmp_path: Path):
     assert s["max_byte_read"] is None and s["write_size_hist"][2] == 10
     assert s["write_time_ns"] == 400
     assert [x.pid for x in decode_dir(tmp_path)] == [4242]
+    assert t.version == version and t.layouts == {}
+    assert t.files.column("stripe_size").null_count == t.files.num_rows
+
+
+def test_version_3_layouts(tmp_path: Path):
+    p = tmp_path / "t.iolens"
+    p.write_bytes(build(version=3, layout=layout_entry([4, 10, 4], b"scratch"), lost=2))
+    t = decode(p)
+    assert t.layouts_lost == 2
+    lay = t.layouts["/scratch/a.dat"]
+    assert (lay.stripe_size, lay.stripe_count, lay.osts, lay.fsname) == (
+        1 << 20,
+        3,
+        (4, 10, 4),
+        "scratch",
+    )
+    rows = {r["path"]: r for r in t.files.to_pylist()}
+    # each OST once, in first-use order, named as Lustre names targets
+    assert rows["/scratch/a.dat"]["osts"] == ["scratch-OST0004", "scratch-OST000a"]
+    assert rows["/scratch/a.dat"]["stripe_size"] == 1 << 20
+    assert rows["/scratch"]["osts"] is None
+    # without a fs name the indices stay in the layout; no guessed names in the table
+    p.write_bytes(build(version=3, layout=layout_entry([1], b"")))
+    t = decode(p)
+    assert t.layouts["/scratch/a.dat"].osts == (1,)
+    assert {r["path"]: r["osts"] for r in t.files.to_pylist()}["/scratch/a.dat"] is None
 
 
 def corruptions() -> dict[str, tuple[bytes, str]]:
@@ -112,6 +161,8 @@ def corruptions() -> dict[str, tuple[bytes, str]]:
     bad_rec[0] = (0, 0, 0, 77, 0, 1, 1, 1, 0, 0, 0)
     bad_op = np.zeros(1, fmt.RECORD)
     bad_op[0] = (200, 0, 0, 2, 0, 1, 1, 1, 0, 0, 0)
+    long_layout = bytearray(layout_entry([1]))
+    long_layout[20:24] = struct.pack("<I", 10**6)  # nosts: more indices than the file has
     return {
         "empty": (b"", "preamble"),
         "magic": (b"NOTATRACE" + good[9:], "bad magic"),
@@ -122,6 +173,8 @@ def corruptions() -> dict[str, tuple[bytes, str]]:
         "unknown-file": (build(bad_rec), "file index 77"),
         "unknown-op": (build(bad_op), "unknown op"),
         "trailing": (good + b"\0" * 16, "after the END"),
+        "layout-in-v2": (build(version=2, layout=layout_entry([1])), "added in version 3"),
+        "layout-too-long": (build(version=3, layout=long_layout), "inside a layout's OST list"),
     }
 
 

@@ -14,14 +14,18 @@
  *
  * Sections:
  *   IOL_SEC_RECORDS  aux = thread id; payload = n x struct iol_record (one flushed block)
- *   IOL_SEC_FILES    payload = n x { struct iol_file_entry, path bytes, pad to 8 }
+ *   IOL_SEC_FILES    payload = n x { struct iol_file_entry, path bytes, pad to 8,
+ *                    [struct iol_layout_entry, nosts x u32 OST index, pad to 8] } - the
+ *                    layout part only when the entry has IOL_FE_LAYOUT
  *   IOL_SEC_SUMMARY  payload = n x struct iol_summary (one per file and layer touched)
  *   IOL_SEC_HEADER   payload = struct iol_header, then the strings it announces
  *   IOL_SEC_HINTS    payload = n x { struct iol_hints_entry, text bytes, pad to 8 }: the
  *                    MPI_Info hints passed to MPI_File_open, "key=value\n" per hint
  *
  * Version 2 added the MPI-IO layer and the HINTS section; a version-1 file is a valid
- * version-2 file without them, so readers accept both.
+ * version-2 file without them, so readers accept both. Version 3 added Lustre layouts
+ * to FILES entries (IOL_FE_LAYOUT) and two counters at the end of the header; earlier
+ * files have neither (their entry flags are 0, their header 8 bytes shorter).
  */
 #ifndef IOLENS_TRACE_H
 #define IOLENS_TRACE_H
@@ -29,7 +33,7 @@
 #include <stdint.h>
 
 #define IOL_MAGIC "IOLTRACE"
-#define IOL_FORMAT_VERSION 2u
+#define IOL_FORMAT_VERSION 3u
 
 /* Operation codes; names and order match iolens.model.schema.OPS. */
 enum iol_op {
@@ -116,7 +120,24 @@ struct iol_file_entry {
     uint32_t index;
     uint32_t parent;    /* index of the parent directory entry, IOL_FILE_NONE if unknown */
     uint32_t path_len;  /* bytes of path following this struct, then zero padding to 8 */
-    uint32_t flags;     /* reserved */
+    uint32_t flags;     /* IOL_FE_* (0 before version 3) */
+};
+
+#define IOL_FE_LAYOUT 0x1u /* a struct iol_layout_entry follows the padded path */
+
+/*
+ * A file's Lustre layout, read from its `lustre.lov` extended attribute (tracer/src/core
+ * lov.h has the decoding). `nosts` OST indices follow, zero-padded to 8 bytes: every
+ * instantiated component's stripes in order (a PFL file lists each component's).
+ */
+struct iol_layout_entry {
+    uint32_t magic;         /* the xattr's LOV magic: 0x0BD10BD0, 0x0BD30BD0, 0x0BD60BD0 */
+    uint32_t flags;         /* IOL_LOV_* of lov.h: 1 incomplete, 2 DoM, 4 truncated, 8 released */
+    uint64_t stripe_size;   /* bytes, of the first instantiated component with objects */
+    uint16_t stripe_count;  /* that component's stripe count */
+    uint16_t components;    /* 1 for a plain layout */
+    uint32_t nosts;         /* OST indices that follow */
+    char fsname[16];        /* the mount's Lustre fs name (NUL-padded), "" if unknown */
 };
 
 /* One file's MPI-IO hints (HINTS section); `len` text bytes follow, then zero padding to 8. */
@@ -179,6 +200,8 @@ struct iol_header {
     uint16_t pad[2];
     uint64_t missed_calls;      /* calls made by signal handlers that interrupted the
                                    tracer's own bookkeeping: counted, not recorded */
+    uint32_t layouts;           /* files whose Lustre layout was recorded (version 3) */
+    uint32_t layouts_lost;      /* layouts read but not kept: undecodable, or no room */
 };
 
 #endif /* IOLENS_TRACE_H */

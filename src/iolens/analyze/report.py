@@ -90,6 +90,10 @@ class JobReport:
     write_span_s: float = 0.0
     read_bw_span: float = 0.0
     write_bw_span: float = 0.0
+    # What the topology could not say about this job (`analyze/topology.py`): pieces
+    # "osts", "forwarders", "load_levels", each with the components concerned, what is
+    # missing and the remedy. Empty lists above mean "none" only when this is empty.
+    gaps: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -220,7 +224,8 @@ _PER_JOB_SQL = {
     "layers": "SELECT job_id, kind, sum(read_bytes) AS r, sum(write_bytes) AS w, "
     "sum(md_ops) AS md FROM server_samples JOIN _iolens_ids USING (job_id) "
     "GROUP BY ALL ORDER BY kind",
-    "io": "SELECT job_id, count(DISTINCT node) AS nodes, count(DISTINCT (node, pid)) AS procs "
+    "io": "SELECT job_id, count(DISTINCT node) AS nodes, count(DISTINCT (node, pid)) AS procs, "
+    "list(DISTINCT node ORDER BY node) AS node_names "
     f"FROM client_io JOIN _iolens_ids USING (job_id) WHERE op IN ({_IO_OPS_SQL}) "
     "GROUP BY job_id",
     "forwarders": "SELECT job_id, list(DISTINCT forwarder ORDER BY forwarder) AS fwd FROM "
@@ -247,7 +252,9 @@ def _grouped(store: Store, sql: str, key: str = "job_id") -> dict[str, list[dict
 def _job_osts(
     store: Store, files: dict[str, list[dict[str, Any]]], sampled: dict[str, list[dict[str, Any]]]
 ) -> dict[str, list[dict[str, Any]]]:
-    """Each job's OSTs, sorted: its data files' stripes plus those whose jobstats name it.
+    """Each job's OSTs, sorted: its data files' stripes plus those whose jobstats name it;
+    with how many data files it has, how many of them have no known layout, and whether
+    jobstats name it (what the `osts` gap needs).
 
     Layouts are looked up by file id rather than joined, so a dataset's files view (the
     newest row of each file over every file row) is read for these files only.
@@ -255,13 +262,26 @@ def _job_osts(
     ids = sorted({r["file_id"] for rows in files.values() for r in rows})
     layouts = queries.file_layouts(store, ids)
     osts: dict[str, set[str]] = {}
+    unknown: dict[str, int] = {}
     for job_id, rows in files.items():
         mine = osts.setdefault(job_id, set())
         for r in rows:
-            mine.update(layouts.get(r["file_id"], {}).get("osts", []))
+            known = layouts.get(r["file_id"], {}).get("osts", [])
+            mine.update(known)
+            unknown[job_id] = unknown.get(job_id, 0) + (not known)
     for job_id, rows in sampled.items():
         osts.setdefault(job_id, set()).update(r["ost"] for r in rows)
-    return {job_id: [{"osts": sorted(names)}] for job_id, names in osts.items()}
+    return {
+        job_id: [
+            {
+                "osts": sorted(names),
+                "data_files": len(files.get(job_id, [])),
+                "without_layout": unknown.get(job_id, 0),
+                "jobstats": job_id in sampled,
+            }
+        ]
+        for job_id, names in osts.items()
+    }
 
 
 def _split(table: pa.Table) -> tuple[dict[str, np.ndarray], dict[str, tuple[int, int]]]:
@@ -303,6 +323,7 @@ def build_many(store: Store, job_ids: list[str], with_series: bool = False) -> l
         store.unregister("_iolens_ids")
     reports: list[JobReport] = []
     tops: list[tuple[JobReport, list[dict[str, Any]]]] = []
+    facts: dict[str, dict[str, Any]] = {}  # per job, for the topology gaps
     known = [j for j in job_ids if j in jobs]
     for i in range(0, len(known), CHUNK_JOBS):
         chunk = known[i : i + CHUNK_JOBS]
@@ -323,9 +344,10 @@ def build_many(store: Store, job_ids: list[str], with_series: bool = False) -> l
                 {k: v[c:d] for k, v in pairs.items()},
                 with_series,
             )
-            _attach(rep, {k: v.get(job_id, []) for k, v in extra.items()})
+            facts[job_id] = _attach(rep, {k: v.get(job_id, []) for k, v in extra.items()})
             reports.append(rep)
             tops.append((rep, top))
+    _topology_gaps(store, reports, facts)
     # Layouts of the busiest files only, all jobs at once.
     layouts = queries.file_layouts(store, sorted({t["file_id"] for _, top in tops for t in top}))
     for rep, top in tops:
@@ -344,21 +366,84 @@ def build_many(store: Store, job_ids: list[str], with_series: bool = False) -> l
     return reports
 
 
-def _attach(rep: JobReport, extra: dict[str, list[dict[str, Any]]]) -> None:
-    """The per-job figures that came from grouped queries."""
+def _attach(rep: JobReport, extra: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The per-job figures that came from grouped queries; returns what the topology gaps
+    need: the job's I/O nodes and how its OST list was found."""
     for r in extra["layers"]:
         rep.layers[r["kind"]] = {
             "read_bytes": int(r["r"] or 0),
             "write_bytes": int(r["w"] or 0),
             "md_ops": int(r["md"] or 0),
         }
-    io = (extra["io"] or [{"nodes": 0, "procs": 0}])[0]
+    io = (extra["io"] or [{"nodes": 0, "procs": 0, "node_names": []}])[0]
     rep.io_nodes, rep.io_procs = int(io["nodes"]), int(io["procs"])
     rep.forwarders = (extra["forwarders"] or [{"fwd": []}])[0]["fwd"]
-    rep.osts = (extra["osts"] or [{"osts": []}])[0]["osts"]
+    osts = (extra["osts"] or [{"osts": [], "data_files": 0, "without_layout": 0}])[0]
+    rep.osts = osts["osts"]
     rep.files = int((extra["files"] or [{"n": 0}])[0]["n"])
     rep.findings = [_finding_json(r) for r in extra["findings"]]
     rep.phases = [_phase_json(r) for r in extra["phases"]]
+    return {"nodes": io["node_names"] or [], "osts": osts}
+
+
+def _topology_gaps(
+    store: Store, reports: list[JobReport], facts: dict[str, dict[str, Any]]
+) -> None:
+    """Each report's `gaps`: the OST list without layouts or jobstats, I/O nodes without a
+    forwarder in the map, forwarders and OSTs without a peak (their load levels). Looked
+    up for all jobs at once."""
+    from iolens.analyze import topology as topo
+
+    nodes = {n for f in facts.values() for n in f["nodes"]}
+    unmapped = set(topo.unmapped_nodes(store, nodes))
+    used = {c for r in reports for c in (*r.forwarders, *r.osts)}
+    no_peak = set(topo.without_peak(store, used, "peak_bw"))
+    for rep in reports:
+        f = facts.get(rep.job_id, {"nodes": [], "osts": {"data_files": 0}})
+        o = f["osts"]
+        n, blind = o.get("data_files", 0), o.get("without_layout", 0)
+        if n and not rep.osts:
+            rep.gaps.append(
+                topo.Missing(
+                    "osts",
+                    (),
+                    f"OST list unknown: none of the job's {n} data files has a known Lustre "
+                    "layout, and no OST jobstats name the job",
+                    topo.REMEDY_LAYOUTS,
+                ).row()
+            )
+        elif blind and not o.get("jobstats"):
+            rep.gaps.append(
+                topo.Missing(
+                    "osts",
+                    (),
+                    f"OST list may be incomplete: {blind} of the job's {n} data files have no "
+                    "known layout, and no OST jobstats name the job",
+                    topo.REMEDY_LAYOUTS,
+                ).row()
+            )
+        lost = [x for x in f["nodes"] if x in unmapped]
+        if lost:
+            rep.gaps.append(
+                topo.Missing(
+                    "forwarders",
+                    tuple(lost),
+                    f"forwarder of {len(lost)} of the job's {len(f['nodes'])} I/O nodes "
+                    "unknown: not in the forwarding map, so their forwarders are not listed",
+                    topo.REMEDY_FORWARDING,
+                ).row()
+            )
+        lacking = [c for c in (*rep.forwarders, *rep.osts) if c in no_peak]
+        if lacking:
+            rep.gaps.append(
+                topo.Missing(
+                    "load_levels",
+                    tuple(lacking),
+                    f"peak bandwidth unknown for {len(lacking)} of the job's forwarders and "
+                    "OSTs: their load levels (and the 30 %-of-peak rule) cannot be computed",
+                    topo.REMEDY_PEAKS,
+                ).row()
+            )
 
 
 _FINDINGS_SQL = (

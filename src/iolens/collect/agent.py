@@ -4,6 +4,11 @@ A round never fails as a whole: each source runs on its own, its errors are logg
 first time they occur (not every round) and counted, and the agent reports per-source
 self-metrics (duration, success, readings) alongside the data. Counter state is kept in
 the spool directory, so `--once` runs from cron still produce rates.
+
+A Lustre server's agent also knows part of the topology: the targets it reads are the
+ones this host serves. Its batch carries them as `components` rows (an OST with this
+host as its OSS, an MDT with this host as its MDS, and the host itself) whenever the set
+changes, without peaks: rows merge by key on load, so a site's peaks stay.
 """
 
 from __future__ import annotations
@@ -21,13 +26,15 @@ import pyarrow as pa
 from iolens.collect.base import BatchSource, Reading, Source
 from iolens.collect.rates import RateKeeper
 from iolens.model.batch import Batch
-from iolens.model.schema import METRICS, SERVER_SAMPLES
+from iolens.model.schema import COMPONENTS, METRICS, SERVER_SAMPLES
 
 log = logging.getLogger(__name__)
 
 #: Metrics that also feed the wide `server_samples` table the analyses use.
 STANDARD = ("read_bytes", "write_bytes", "read_ops", "write_ops", "md_ops")
 STANDARD_GAUGES = ("wait_us", "service_us", "queue_len", "active_threads")
+#: Target kinds the Lustre server sources read, and the kind of the host serving them.
+SERVED_BY = {"ost": "oss", "mdt": "mds"}
 
 
 @dataclass
@@ -58,6 +65,7 @@ class Agent:
         self.rates = RateKeeper()
         self.last_round: float | None = None  # gauge-only components borrow its interval
         self.health = {s.name: SourceHealth() for s in [*sources, *self.batch_sources]}
+        self.served: dict[str, str] = {}  # targets already reported: id -> kind
         self._load_state()
 
     # -- counter state across runs ------------------------------------------------------
@@ -199,4 +207,18 @@ class Agent:
             key=f"agent:{self.host}:{ts}",
             metrics=pa.table(rows, schema=METRICS),
             server_samples=pa.Table.from_pylist(samples, schema=SERVER_SAMPLES),
+            components=self._served(readings),
         )
+
+    def _served(self, readings: list[Reading]) -> pa.Table | None:
+        """`components` rows of the Lustre targets this host serves, when they changed
+        since the last batch (a target mounted or moved here): none otherwise."""
+        seen = {r.component: r.kind for r in readings if r.kind in SERVED_BY and r.job_id is None}
+        if all(self.served.get(c) == k for c, k in seen.items()):
+            return None
+        self.served.update(seen)
+        hosts = {SERVED_BY[k] for k in seen.values()}
+        rows = [{"component_id": self.host, "kind": k, "parent": None} for k in sorted(hosts)] + [
+            {"component_id": c, "kind": k, "parent": self.host} for c, k in sorted(seen.items())
+        ]
+        return pa.Table.from_pylist(rows, schema=COMPONENTS)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from iolens.model.batch import Batch
-from iolens.model.schema import job_precedence_sql
+from iolens.model.schema import MERGED_BY_KEY, job_precedence_sql
 from iolens.store.base import Store
 
 
@@ -57,10 +61,11 @@ def load_many(store: Store, batches: list[Batch]) -> list[dict[str, int]]:
                     tables["jobs"] = _without_known(store, tables["jobs"])
                 else:
                     tables["jobs"] = _merge_known_jobs(store, tables["jobs"])
-            if "files" in tables:
-                _delete_keys(store, "files", "file_id", tables["files"])
+            for name, key in MERGED_BY_KEY.items():
+                if name in tables:
+                    tables[name] = _merge_by_key(store, name, key, tables[name])
             for name, table in tables.items():
-                if name in ("jobs", "files"):  # upserts: appended now for later batches to see
+                if name == "jobs" or name in MERGED_BY_KEY:  # appended now: later batches see them
                     counts[i][name] = store.append(name, table)
                 else:
                     merged.setdefault(name, []).append(table)
@@ -110,6 +115,58 @@ def _merge_known_jobs(store: Store, jobs: pa.Table) -> pa.Table:
     return merged.select(jobs.column_names).cast(jobs.schema)
 
 
+def _merge_by_key(store: Store, name: str, key: str, rows: pa.Table) -> pa.Table:
+    """`rows` merged with the stored rows of their keys, which are then removed.
+
+    Per column, the newest non-null value wins: within the batch the later row, then the
+    batch over the store. A null never erases a known value (an agent's OST row without
+    a peak keeps the site's peak; a trace of a file without its layout keeps the layout).
+
+    Cost: one scan finds the stored rows (keys inlined when few, so DuckDB filters the
+    scan; only the columns the batch leaves null somewhere are read, which skips a big
+    table's paths), the delete goes by row id, and the merge itself is done on the few
+    rows concerned in Python.
+    """
+    if pc.count_distinct(rows.column(key)).as_py() != rows.num_rows:
+        rows = _newest_per_key(rows, key)
+    gaps = [c for c in rows.column_names if c != key and rows.column(c).null_count]
+    with _keys_in(store, key, rows) as where:
+        picked = "".join(f', "{c}"' for c in gaps)
+        old = store.query(f'SELECT rowid AS _rowid, "{key}"{picked} FROM {name} WHERE {where}')
+    if not old.num_rows:
+        return rows
+    with _keys_in(store, "_rowid", old, target="rowid") as where:
+        store.execute(f"DELETE FROM {name} WHERE {where}")
+    known: dict[Any, dict[str, Any]] = {}
+    for r in old.select([key, *gaps]).to_pylist():
+        mine = known.setdefault(r[key], {})
+        for c in gaps:
+            if mine.get(c) is None:
+                mine[c] = r[c]
+    keys = rows.column(key).to_pylist()
+    for c in gaps:
+        values = rows.column(c).to_pylist()
+        filled = [
+            v if v is not None else known.get(k, {}).get(c)
+            for k, v in zip(keys, values, strict=True)
+        ]
+        rows = rows.set_column(
+            rows.schema.get_field_index(c),
+            rows.schema.field(c),
+            pa.array(filled, rows.schema.field(c).type),
+        )
+    return rows
+
+
+def _newest_per_key(rows: pa.Table, key: str) -> pa.Table:
+    """One row per key: per column the value of the last row that has one."""
+    merged: dict[Any, dict[str, Any]] = {}
+    for r in rows.to_pylist():
+        mine = merged.setdefault(r[key], {})
+        mine.update({c: v for c, v in r.items() if v is not None or c not in mine})
+    return pa.Table.from_pylist(list(merged.values()), schema=rows.schema)
+
+
 def _without_known(store: Store, jobs: pa.Table) -> pa.Table:
     """The rows of `jobs` whose id the store does not know yet (a join, not a scan of every
     stored id: this runs for each trace batch)."""
@@ -125,9 +182,31 @@ def _without_known(store: Store, jobs: pa.Table) -> pa.Table:
 
 
 def _delete_keys(store: Store, table: str, key: str, rows: pa.Table) -> None:
-    keys = pa.table({key: rows.column(key).unique()})
-    store.register("_iolens_keys", keys)
+    with _keys_in(store, key, rows) as where:
+        store.execute(f"DELETE FROM {table} WHERE {where}")
+
+
+#: Up to this many keys are written into the SQL as a literal list (as `queries.INLINE_IDS`).
+INLINE_KEYS = 2048
+
+
+@contextmanager
+def _keys_in(store: Store, key: str, rows: pa.Table, target: str | None = None) -> Iterator[str]:
+    """A WHERE condition matching the distinct `key` values of `rows` (in the column
+    `target`, by default `key`): a literal IN list when few (integers as they are,
+    strings quoted), else a semi-join with them."""
+    column = target or f'"{key}"'
+    values = rows.column(key).unique()
+    if len(values) <= INLINE_KEYS:
+        items = values.to_pylist()
+        if pa.types.is_integer(values.type):
+            literal = ", ".join(str(int(v)) for v in items)
+        else:
+            literal = ", ".join("'" + str(v).replace("'", "''") + "'" for v in items)
+        yield f"{column} IN ({literal})" if items else "false"
+        return
+    store.register("_iolens_keys", pa.table({key: values}))
     try:
-        store.execute(f"DELETE FROM {table} WHERE {key} IN (SELECT {key} FROM _iolens_keys)")
+        yield f'{column} IN (SELECT "{key}" FROM _iolens_keys)'
     finally:
         store.unregister("_iolens_keys")

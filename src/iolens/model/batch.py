@@ -40,6 +40,7 @@ class Batch:
     keep_known_jobs: bool = False
     components: pa.Table | None = None
     forwarding: pa.Table | None = None
+    component_aliases: pa.Table | None = None
     jobs: pa.Table | None = None
     files: pa.Table | None = None
     client_io: pa.Table | None = None

@@ -14,12 +14,15 @@ from __future__ import annotations
 import pyarrow as pa
 
 #: Bumped whenever a table or column changes; the store migrates older files.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 TS = pa.timestamp("us")
 
-#: Component kinds of the cluster topology.
-COMPONENT_KINDS = ("compute", "forwarder", "oss", "ost", "mds", "switch", "login")
+#: Component kinds of the cluster topology (`mdt`: a metadata target, served by an `mds`;
+#: `service`: any other node a site names, e.g. a data mover).
+COMPONENT_KINDS = (
+    "compute", "forwarder", "oss", "ost", "mds", "mdt", "switch", "login", "service",
+)  # fmt: skip
 
 #: Operation names in client records. Data ops move bytes; the rest are metadata.
 DATA_OPS = ("read", "write")
@@ -63,6 +66,16 @@ FORWARDING = pa.schema(
     ]
 )
 
+# Other names of a host (schema version 6): Lustre NIDs (`10.0.0.11@o2ib`), IP addresses,
+# short or long host names, so a server file that names a client by its NID (Lustre
+# `exports/<nid>/stats`) names the host.
+COMPONENT_ALIASES = pa.schema(
+    [
+        pa.field("alias", pa.string(), nullable=False),
+        pa.field("component_id", pa.string(), nullable=False),
+    ]
+)
+
 JOBS = pa.schema(
     [
         pa.field("job_id", pa.string(), nullable=False),
@@ -91,6 +104,18 @@ def job_precedence_sql(alias: str) -> str:
     ranks = " ".join(f"WHEN '{s}' THEN {r}" for s, r in JOB_SOURCE_RANK.items())
     return f'(({alias}."end" IS NOT NULL)::INTEGER * 10 + CASE {alias}.source {ranks} ELSE 1 END)'
 
+
+#: Tables whose rows merge by key when loaded (`iolens.ingest.load`, and the same in the
+#: scale-out dataset's views): a new row replaces the stored row of its key column by
+#: column, except where it is null - a partial view (a trace that saw a file but not its
+#: layout, an agent that knows an OST's server but not its peak) keeps what is known.
+#: Jobs merge too, by source precedence (`job_precedence_sql`).
+MERGED_BY_KEY = {
+    "files": "file_id",
+    "components": "component_id",
+    "forwarding": "compute_node",
+    "component_aliases": "alias",
+}
 
 FILES = pa.schema(
     [
@@ -431,6 +456,7 @@ USERS = pa.schema(
 TABLES: dict[str, pa.Schema] = {
     "components": COMPONENTS,
     "forwarding": FORWARDING,
+    "component_aliases": COMPONENT_ALIASES,
     "jobs": JOBS,
     "files": FILES,
     "client_io": CLIENT_IO,

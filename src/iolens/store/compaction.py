@@ -42,6 +42,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from iolens.errors import StoreError
+from iolens.model.schema import MERGED_BY_KEY
 from iolens.store.dataset import (
     COMPACTED,
     MERGED,
@@ -54,6 +55,7 @@ from iolens.store.dataset import (
     atomic_write,
     fsync_dir,
     init_dataset,
+    merged_by_key_sql,
     new_id,
     part_of,
     take_snapshot,
@@ -61,7 +63,7 @@ from iolens.store.dataset import (
 )
 
 #: Untimed tables: merged per group and day (they are never pruned by time).
-UNTIMED = ("jobs", "files", "components", "forwarding", "ingested")
+UNTIMED = ("jobs", *MERGED_BY_KEY, "ingested")
 #: First-pass records a second-pass row group holds, about (see `member_groups`).
 MEMBERS_PER_ROW_GROUP = 1 << 20
 #: Sort order of compacted files: row groups then prune well on these columns.
@@ -354,16 +356,14 @@ def _run(con: duckdb.DuckDBPyConnection, root: Path, staging: Path, u: Unit, ret
             select = f"{second_pass_sql(source)} ORDER BY {SORT[MERGED]}"
         else:
             src = f"read_parquet({_quote_list(root, u.inputs)}, union_by_name = true)"
-            cols = "*" if u.table in ("jobs", "files") else _cols(u.table)
+            cols = "*" if u.table == "jobs" or u.table in MERGED_BY_KEY else _cols(u.table)
             source = f"(SELECT {cols} FROM {src})"
             u.rows_in = _count(con, source)
             if u.action == "downsample":
                 down = downsample_sql(u.table, source, ret.downsample_s)
                 select = f"SELECT {_cols(u.table)} FROM ({down})"
-            elif u.table == "files":  # rows a later batch of the same files replaced go
-                select = (
-                    f"SELECT * FROM {source} QUALIFY _seq = max(_seq) OVER (PARTITION BY file_id)"
-                )
+            elif u.table in MERGED_BY_KEY:  # one row per key, as the view merges them
+                select = f"SELECT * FROM ({merged_by_key_sql(u.table, source)})"
             else:
                 select = f"SELECT * FROM {source}"
             if u.table in SORT:

@@ -52,7 +52,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from iolens.errors import InputError, StoreError
-from iolens.model.schema import TABLES, job_precedence_sql
+from iolens.model.schema import MERGED_BY_KEY, TABLES, job_precedence_sql
 from iolens.store.duckdb_store import arrow_query, first_line
 from iolens.store.migrations import LATEST, MIGRATIONS
 from iolens.tomlconfig import load_toml
@@ -64,6 +64,7 @@ FORMAT = 1
 INGEST_TABLES = (
     "components",
     "forwarding",
+    "component_aliases",
     "jobs",
     "files",
     "client_io",
@@ -486,6 +487,20 @@ FROM read_parquet({files})
 """
 
 
+def merged_by_key_sql(table: str, src: str) -> str:
+    """Rows of a `MERGED_BY_KEY` table over `src` as `ingest.load` keeps them: per key
+    and column, the newest non-null value (segments written before the table merged
+    have no `_seq` and count as oldest), with the newest `_seq` of the key."""
+    key = MERGED_BY_KEY[table]
+    seq = f"coalesce({SEQ}, 0)"
+    picks = ", ".join(
+        f'arg_max("{c}", {seq}) FILTER (WHERE "{c}" IS NOT NULL) AS "{c}"'
+        for c in TABLES[table].names
+        if c != key
+    )
+    return f'SELECT "{key}", {picks}, max({seq}) AS {SEQ} FROM {src} GROUP BY "{key}"'
+
+
 def view_sql(table: str, root: Path, files: Sequence[str], merged: Sequence[str] = ()) -> str:
     """SELECT giving `table` in model form over segment files (None: no files)."""
     cols = _cols(table)
@@ -505,8 +520,8 @@ def view_sql(table: str, root: Path, files: Sequence[str], merged: Sequence[str]
             if c != "job_id"
         )
         return f"SELECT job_id, {picks} FROM {src} AS r GROUP BY job_id"
-    if table == "files":  # upsert by file id: the newest batch's rows replace older ones
-        return f"SELECT {cols} FROM {src} QUALIFY {SEQ} = max({SEQ}) OVER (PARTITION BY file_id)"
+    if table in MERGED_BY_KEY:
+        return f"SELECT {cols} FROM ({merged_by_key_sql(table, src)})"
     sql = f"SELECT {_typed_cols(table)} FROM {src}" if files else ""
     if table == "client_io" and merged:
         expand = _MERGED_EXPAND.format(files=_quote_list(root, merged))

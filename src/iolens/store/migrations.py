@@ -116,6 +116,12 @@ MIGRATIONS: list[tuple[int, str]] = [
             created TIMESTAMP);
         """,
     ),
+    (
+        6,
+        """
+        CREATE TABLE component_aliases (alias VARCHAR NOT NULL, component_id VARCHAR NOT NULL);
+        """,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -17,9 +17,10 @@ names. Readers ignore a half-renamed commit (`iolens.store.dataset.visible`). Se
 different groups share nothing but the directory tree; a lock file keeps a second server
 off a group that is already served.
 
-Upserted tables (jobs, files) get a dataset-only `_seq` column (commit time, then batch
-order) and jobs a `_partial` flag (`Batch.keep_known_jobs`), from which the `jobs` and
-`files` views rebuild what `load()` would have kept.
+Upserted tables (jobs and the `MERGED_BY_KEY` tables: files, components, forwarding,
+component aliases) get a dataset-only `_seq` column (commit time, then batch order) and
+jobs a `_partial` flag (`Batch.keep_known_jobs`), from which the views rebuild what
+`load()` would have kept.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import pyarrow.parquet as pq
 
 from iolens.errors import StoreError
 from iolens.model.batch import Batch
+from iolens.model.schema import MERGED_BY_KEY
 from iolens.store.dataset import (
     PARTIAL,
     SEQ,
@@ -220,7 +222,7 @@ class SegmentWriter:
             seq = now_us * MAX_BATCHES + i
             for name, table in tables.items():
                 n = table.num_rows
-                if name in ("jobs", "files"):
+                if name == "jobs" or name in MERGED_BY_KEY:
                     table = table.append_column(SEQ, pa.array(np.full(n, seq), pa.int64()))
                 if name == "jobs":
                     partial = np.full(n, batch.keep_known_jobs)

@@ -4,14 +4,19 @@
     decode_dir(spool_dir)          every complete *.iolens file under a directory
     library_path()                 the libiolens.so to put in LD_PRELOAD
     batch_of(trace)                one process's trace as an idempotent store batch
+    Layout                         a file's Lustre layout, as the tracer read it
+    writer.write(trace, spool)     a TraceFile written as the tracer writes it (writer.py:
+                                   encode, process_trace for one process's client records)
 
 Modules: format (byte layouts mirrored from tracer/include/iolens_trace.h), reader
-(validation, raw sections), tables (Arrow conversion), trace (TraceFile), library.
+(validation, raw sections), tables (Arrow conversion), trace (TraceFile), layout
+(Lustre layouts and OST names), writer (the format, from Python), library.
 """
 
 from __future__ import annotations
 
 from iolens.tracefile.batch import batch_of
+from iolens.tracefile.layout import Layout
 from iolens.tracefile.library import library_path
 from iolens.tracefile.tables import SUMMARIES
 from iolens.tracefile.trace import SUFFIX, TraceFile, decode, decode_dir
@@ -19,6 +24,7 @@ from iolens.tracefile.trace import SUFFIX, TraceFile, decode, decode_dir
 __all__ = [
     "SUFFIX",
     "SUMMARIES",
+    "Layout",
     "TraceFile",
     "batch_of",
     "decode",

@@ -10,10 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 MAGIC = b"IOLTRACE"
-FORMAT_VERSION = 2
-#: Versions this decoder reads: 2 added the MPI-IO layer and the HINTS section, so a
-#: version-1 file is a version-2 file without them.
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+#: Versions this decoder reads: 2 added the MPI-IO layer and the HINTS section, 3 the
+#: Lustre layouts of FILES entries and two header counters; an older file is a newer one
+#: without them.
+READABLE_VERSIONS = (1, 2, 3)
 ENDIAN_MARK = 0x01020304
 
 # Section types.
@@ -33,6 +34,17 @@ F_FILES_CAPPED = 0x10
 
 # Record flags.
 R_DIR = 0x1
+
+# FILES entry flags (version 3): a LAYOUT_ENTRY and its OST indices follow the path.
+FE_LAYOUT = 0x1
+
+# Layout flags (tracer/src/core/lov.h IOL_LOV_*).
+LOV_INCOMPLETE = 0x1  # components not instantiated yet (a PFL file still growing)
+LOV_DOM = 0x2  # a component keeps its data on the MDT
+LOV_TRUNCATED = 0x4  # more OST indices than the tracer had room for
+LOV_RELEASED = 0x8  # HSM-released: no objects
+#: LOV magics of the `lustre.lov` xattr: v1, v3 (with a pool name), composite (PFL/FLR).
+LOV_MAGIC_V1, LOV_MAGIC_V3, LOV_MAGIC_COMP_V1 = 0x0BD10BD0, 0x0BD30BD0, 0x0BD60BD0
 
 CLOCK_TSC = 0
 CLOCK_MONO = 1
@@ -60,6 +72,13 @@ RECORD = np.dtype(
     ]
 )  # fmt: skip
 FILE_ENTRY = np.dtype([("index", "<u4"), ("parent", "<u4"), ("path_len", "<u4"), ("flags", "<u4")])
+#: A file's Lustre layout (version 3): then `nosts` little-endian u32 OST indices, padded to 8.
+LAYOUT_ENTRY = np.dtype(
+    [
+        ("magic", "<u4"), ("flags", "<u4"), ("stripe_size", "<u8"),
+        ("stripe_count", "<u2"), ("components", "<u2"), ("nosts", "<u4"), ("fsname", "S16"),
+    ]
+)  # fmt: skip
 #: One file's MPI-IO hints: then `len` bytes of "key=value\n" lines, zero-padded to 8.
 HINTS_ENTRY = np.dtype([("file", "<u4"), ("len", "<u4")])
 SUMMARY = np.dtype(
@@ -89,6 +108,8 @@ HEADER = np.dtype(
         ("pad", "<u2", (2,)), ("missed_calls", "<u8"),
     ]
 )  # fmt: skip
+#: Version 3 appends two layout counters to the header.
+HEADER_V3 = np.dtype([*HEADER.descr, ("layouts", "<u4"), ("layouts_lost", "<u4")])
 
 assert PREAMBLE.itemsize == 16
 assert SECTION.itemsize == 16
@@ -97,3 +118,10 @@ assert FILE_ENTRY.itemsize == 16
 assert HINTS_ENTRY.itemsize == 8
 assert SUMMARY.itemsize == 400
 assert HEADER.itemsize == 136
+assert HEADER_V3.itemsize == 144
+assert LAYOUT_ENTRY.itemsize == 40
+
+
+def header_dtype(version: int) -> np.dtype:
+    """The header struct of a file of format `version`."""
+    return HEADER_V3 if version >= 3 else HEADER

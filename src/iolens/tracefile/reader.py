@@ -14,6 +14,7 @@ import numpy as np
 
 from iolens.errors import InputError
 from iolens.tracefile import format as fmt
+from iolens.tracefile.layout import Layout
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class RawTrace:
     summaries: np.ndarray  # fmt.SUMMARY
     #: file index -> the MPI_Info hints passed when MPI-IO opened it ("key=value" lines)
     hints: dict[int, str] = field(default_factory=dict)
+    #: file index -> its Lustre layout (format version 3, files on Lustre only)
+    layouts: dict[int, Layout] = field(default_factory=dict)
+    version: int = fmt.FORMAT_VERSION
 
 
 def _text(b: bytes) -> str:
@@ -50,7 +54,8 @@ def read(path: str | Path) -> RawTrace:
     pre = np.frombuffer(data, fmt.PREAMBLE, 1)[0]
     if bytes(pre["magic"]) != fmt.MAGIC:
         raise InputError(src, "not an iolens trace (bad magic)")
-    if int(pre["version"]) not in fmt.READABLE_VERSIONS:
+    version = int(pre["version"])
+    if version not in fmt.READABLE_VERSIONS:
         raise InputError(
             src,
             f"format version {int(pre['version'])} (this iolens reads "
@@ -68,6 +73,8 @@ def read(path: str | Path) -> RawTrace:
     paths: dict[int, str] = {}
     parents: dict[int, int] = {}
     hints: dict[int, str] = {}
+    layouts: dict[int, Layout] = {}
+    header_type = fmt.header_dtype(version)
     ended = False
     while pos < len(data):
         if ended:
@@ -89,7 +96,7 @@ def read(path: str | Path) -> RawTrace:
             blocks.append(recs)
             tids.append(np.full(len(recs), aux, np.uint32))
         elif kind == fmt.SEC_FILES:
-            _files(src, body, pos, paths, parents)
+            _files(src, body, pos, paths, parents, layouts)
         elif kind == fmt.SEC_SUMMARY:
             if length % fmt.SUMMARY.itemsize:
                 raise InputError(src, f"summary section at byte {pos} has a partial entry")
@@ -97,10 +104,10 @@ def read(path: str | Path) -> RawTrace:
         elif kind == fmt.SEC_HEADER:
             if header is not None:
                 raise InputError(src, f"second header at byte {pos}")
-            if length < fmt.HEADER.itemsize:
+            if length < header_type.itemsize:
                 raise InputError(src, f"header at byte {pos} is too short")
-            header = np.frombuffer(body, fmt.HEADER, 1)[0]
-            strings = body[fmt.HEADER.itemsize :]
+            header = np.frombuffer(body, header_type, 1)[0]
+            strings = body[header_type.itemsize :]
         elif kind == fmt.SEC_HINTS:
             _hints(src, body, pos, hints)
         elif kind == fmt.SEC_END:
@@ -124,6 +131,8 @@ def read(path: str | Path) -> RawTrace:
     records = np.concatenate(blocks) if blocks else np.zeros(0, fmt.RECORD)
     summ = np.concatenate(summaries) if summaries else np.zeros(0, fmt.SUMMARY)
     known = set(paths) | {fmt.FILE_NONE}
+    if layouts and version < 3:
+        raise InputError(src, f"file layouts in a version-{version} file (added in version 3)")
     if set(hints) - known:
         bad_hint = min(set(hints) - known)
         raise InputError(src, f"hints refer to file index {bad_hint} not in the table")
@@ -148,10 +157,19 @@ def read(path: str | Path) -> RawTrace:
         parents=parents,
         summaries=summ,
         hints=hints,
+        layouts=layouts,
+        version=version,
     )
 
 
-def _files(src: str, body: bytes, at: int, paths: dict[int, str], parents: dict[int, int]) -> None:
+def _files(
+    src: str,
+    body: bytes,
+    at: int,
+    paths: dict[int, str],
+    parents: dict[int, int],
+    layouts: dict[int, Layout],
+) -> None:
     pos = 0
     size = fmt.FILE_ENTRY.itemsize
     while pos < len(body):
@@ -166,6 +184,31 @@ def _files(src: str, body: bytes, at: int, paths: dict[int, str], parents: dict[
         paths[idx] = _text(body[pos + size : pos + size + n])
         parents[idx] = int(e["parent"])
         pos += size + padded
+        if int(e["flags"]) & fmt.FE_LAYOUT:
+            layouts[idx], pos = _layout(src, body, at, pos)
+
+
+def _layout(src: str, body: bytes, at: int, pos: int) -> tuple[Layout, int]:
+    """The layout entry at `pos` of a FILES section and the position after it."""
+    size = fmt.LAYOUT_ENTRY.itemsize
+    if pos + size > len(body):
+        raise InputError(src, f"file table at byte {at} ends inside a layout")
+    e = np.frombuffer(body, fmt.LAYOUT_ENTRY, 1, pos)[0]
+    n = int(e["nosts"])
+    padded = (4 * n + 7) & ~7
+    if pos + size + padded > len(body):
+        raise InputError(src, f"file table at byte {at} ends inside a layout's OST list")
+    osts = np.frombuffer(body, "<u4", n, pos + size)
+    layout = Layout(
+        stripe_size=int(e["stripe_size"]),
+        stripe_count=int(e["stripe_count"]),
+        osts=tuple(int(i) for i in osts),
+        fsname=_text(bytes(e["fsname"]).rstrip(b"\0")),
+        magic=int(e["magic"]),
+        flags=int(e["flags"]),
+        components=int(e["components"]),
+    )
+    return layout, pos + size + padded
 
 
 def _hints(src: str, body: bytes, at: int, hints: dict[int, str]) -> None:

@@ -75,14 +75,24 @@ class Clock:
 
 
 def files_table(raw: RawTrace, used: np.ndarray) -> tuple[pa.Table, dict[int, int]]:
-    """FILES rows for the file indexes in `used`, and index -> file_id."""
+    """FILES rows for the file indexes in `used`, and index -> file_id.
+
+    A file the tracer saw on Lustre has its stripe size and its OSTs (each once, in
+    first-use order, `Layout.ost_names`); its OSTs stay null when the fs name that names
+    them is unknown, and both stay null for files off Lustre.
+    """
     ids = {i: file_id(raw.paths[i]) for i in sorted(set(used.tolist())) if i in raw.paths}
+    layouts = [raw.layouts.get(i) for i in ids]
     table = pa.table(
         {
             "file_id": pa.array(list(ids.values()), pa.int64()),
             "path": pa.array([raw.paths[i] for i in ids], pa.string()),
-            "stripe_size": pa.nulls(len(ids), pa.int64()),
-            "osts": pa.nulls(len(ids), pa.list_(pa.string())),
+            "stripe_size": pa.array(
+                [lay.stripe_size or None if lay else None for lay in layouts], pa.int64()
+            ),
+            "osts": pa.array(
+                [lay.ost_names() if lay else None for lay in layouts], pa.list_(pa.string())
+            ),
         },
         schema=FILES,
     )

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from iolens.tracefile import format as fmt
+from iolens.tracefile.layout import Layout
 from iolens.tracefile.reader import read
 from iolens.tracefile.tables import Clock, client_io_table, files_table, summaries_table
 
@@ -59,6 +60,11 @@ class TraceFile:
     summaries: pa.Table  # iolens.tracefile.tables.SUMMARIES
     #: MPI-IO hints passed at open: path -> {key: value} (the last open of each file)
     hints: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Lustre layouts of the files opened on Lustre, by path (format version 3)
+    layouts: dict[str, Layout] = field(default_factory=dict)
+    #: layouts the tracer read but could not keep (undecodable, or no room)
+    layouts_lost: int = 0
+    version: int = fmt.FORMAT_VERSION  # the file's format version
 
     @property
     def records(self) -> int:
@@ -119,6 +125,9 @@ def decode(path: str | os.PathLike[str]) -> TraceFile:
         client_io=client_io_table(raw, ids, job_id, rank_or_none, clock),
         summaries=summaries_table(raw, ids, job_id, rank_or_none, clock),
         hints={raw.paths[i]: _pairs(text) for i, text in raw.hints.items() if i in raw.paths},
+        layouts={raw.paths[i]: lay for i, lay in raw.layouts.items() if i in raw.paths},
+        layouts_lost=int(h["layouts_lost"]) if raw.version >= 3 else 0,
+        version=raw.version,
     )
 
 

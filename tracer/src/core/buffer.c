@@ -316,6 +316,10 @@ void iol_restart(int forked)
         g.ppid = (int)syscall(SYS_getppid);
         g.flags = IOL_F_FORKED;
         g.segment = 0;
+        /* try-locks another thread of the parent held at fork() stay held forever here */
+        g.mounts_lock = 0;
+        g.lov_big_busy = 0;
+        g.layouts_lost = 0;
     } else {
         g.flags &= IOL_F_FORKED;
         g.segment++;

@@ -91,6 +91,9 @@ static uint32_t insert(const char *path, size_t len, int with_parent)
             e->parent = parent;
             e->path_off = off;
             e->path_len = (uint32_t)len;
+            e->layout = 0;
+            e->fs = IOL_FS_UNKNOWN;
+            e->mnt = 0;
             iol_fentry_clear(e);
             __atomic_store_n(&g.hash_vals[i], idx, __ATOMIC_RELEASE);
             return idx;

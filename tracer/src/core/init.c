@@ -194,6 +194,7 @@ void iol_init(void)
     iol_files_init();
     if (!g.files)
         goto out;
+    iol_layout_init();
     iol_ra_init();
 
     g.base_ticks = iol_now();

@@ -22,6 +22,7 @@
 #include <x86intrin.h>
 
 #include "iolens_trace.h"
+#include "lov.h"
 
 #define IOL_EXPORT __attribute__((visibility("default")))
 #define IOL_HIDDEN __attribute__((visibility("hidden")))
@@ -47,18 +48,41 @@ struct iol_chunk {
     struct iol_record recs[];
 };
 
+#define IOL_FDF_WRITE 0x1u     /* opened for writing: a growing PFL layout is re-read at close */
+
 struct iol_fd {
     uint32_t file;              /* file index, 0 = not traced */
-    uint32_t pad;
+    uint32_t flags;             /* IOL_FDF_* */
     int64_t pos;                /* POSIX offset as tracked by the wrappers */
     int64_t spos;               /* STDIO offset */
 };
+
+enum { IOL_FS_UNKNOWN = 0, IOL_FS_OTHER = 1, IOL_FS_LUSTRE = 2 };
 
 struct iol_fentry {
     uint32_t parent;
     uint32_t path_len;
     uint64_t path_off;          /* into g.arena */
     int32_t sum[IOL_NLAYERS];   /* summary slot, -1 none */
+    volatile uint32_t layout;   /* files: 1 + index into g.lay_recs, 0 = no layout known */
+    volatile uint8_t fs;        /* IOL_FS_*: of a directory's files; of a file, once known */
+    uint8_t mnt;                /* directories on Lustre: 1 + index into g.mounts, 0 unknown */
+};
+
+/* A file's decoded layout; written once, then published by storing its index. */
+struct iol_layout_rec {
+    struct iol_lov lov;
+    uint32_t off;               /* first OST index in g.lay_osts */
+    uint32_t mnt;               /* 1 + index into g.mounts, 0 = fs name unknown */
+};
+
+#define IOL_MAX_MOUNTS 16
+#define IOL_MOUNT_POINT_MAX 256
+
+struct iol_mount {              /* a Lustre client mount, from /proc/self/mountinfo */
+    char point[IOL_MOUNT_POINT_MAX];
+    uint32_t len;
+    char fsname[IOL_FSNAME_MAX];
 };
 
 struct iol_global {
@@ -93,6 +117,22 @@ struct iol_global {
     struct iol_fd *fds;
     char cwd[IOL_PATH_MAX];
     uint32_t cwd_len;
+
+    /* Lustre layouts (layout.c) */
+    int layouts_on;             /* IOLENS_LAYOUT != 0 and the xattr call resolved */
+    struct iol_layout_rec *lay_recs;
+    uint32_t lay_recs_cap;
+    volatile uint32_t lay_nrecs;
+    uint32_t *lay_osts;
+    uint32_t lay_osts_cap;
+    volatile uint32_t lay_osts_used;
+    uint32_t layouts_lost;      /* undecodable, or no room left */
+    struct iol_mount mounts[IOL_MAX_MOUNTS];
+    volatile uint32_t nmounts;
+    volatile int mounts_lock;
+    uint32_t mount_reads;       /* times /proc/self/mountinfo was read (bounded) */
+    unsigned char *lov_big;     /* 64 KiB for layouts that overflow the stack buffer */
+    volatile int lov_big_busy;
 
     /* summaries */
     struct iol_summary *sums;
@@ -140,6 +180,11 @@ IOL_HIDDEN uint32_t iol_file_at(int dirfd, const char *path);
 IOL_HIDDEN uint32_t iol_file_named(const char *name);
 IOL_HIDDEN void iol_cwd_refresh(void);
 
+/* layout.c: Lustre layouts of opened files (lustre.lov xattr), see docs/tracer.md */
+IOL_HIDDEN void iol_layout_init(void);
+IOL_HIDDEN void iol_layout_open(int fd, uint32_t file, int oflags);
+IOL_HIDDEN void iol_layout_close(int fd);
+
 /* modules/mpiio.c: this process's MPI-IO hints as a HINTS section payload (NULL if none) */
 IOL_HIDDEN const void *iol_mpiio_hints(uint64_t *len);
 
@@ -178,6 +223,7 @@ static inline void iol_fd_set(int fd, uint32_t file, int64_t pos)
     if (f) {
         f->pos = pos;
         f->spos = 0;
+        f->flags = 0;
         __atomic_store_n(&f->file, file, __ATOMIC_RELAXED);
     }
 }
@@ -326,6 +372,25 @@ static inline int iol_skip(void)
         return 1;
     }
     return 0;
+}
+
+/* ---- Lustre layouts: the per-open and per-close checks, inline ---------------------- */
+
+/* After an open of `file` as `fd`: read its layout unless it is known not to be on Lustre
+   (one load and a branch for every file after its directory's first). */
+static inline void iol_layout_opened(int fd, uint32_t file, int oflags)
+{
+    if (g.layouts_on && file > IOL_FILE_OTHER && file < g.nfiles &&
+        __atomic_load_n(&g.files[file].fs, __ATOMIC_RELAXED) != IOL_FS_OTHER)
+        iol_layout_open(fd, file, oflags);
+}
+
+/* Before a close of `fd`: a written file may have grown into more PFL components. */
+static inline void iol_layout_closing(int fd)
+{
+    struct iol_fd *f = iol_fd(fd);
+    if (g.layouts_on && f && (f->flags & IOL_FDF_WRITE))
+        iol_layout_close(fd);
 }
 
 #endif /* IOLENS_INTERNAL_H */

@@ -186,38 +186,91 @@ static int wanted(uint32_t i)
     return i == IOL_FILE_OTHER || iol_fentry_summarised(e) || g.nsums >= g.sums_cap;
 }
 
+/* Output through a small buffer: parts larger than it are written straight through. */
+struct outbuf {
+    char buf[8192];
+    size_t used;
+};
+
+static int emit(struct outbuf *o, const void *p, size_t n)
+{
+    if (o->used + n > sizeof o->buf) {
+        if (o->used && iol_write_all(g.out_fd, o->buf, o->used) < 0)
+            return -1;
+        o->used = 0;
+        if (n > sizeof o->buf)
+            return iol_write_all(g.out_fd, p, n);
+    }
+    memcpy(o->buf + o->used, p, n);
+    o->used += n;
+    return 0;
+}
+
+static int emit_pad(struct outbuf *o, size_t n)
+{
+    static const char zeros[8];
+    return emit(o, zeros, (8 - (n & 7)) & 7);
+}
+
+/* A wanted file's published layout, or NULL. */
+static const struct iol_layout_rec *layout_of(uint32_t i)
+{
+    uint32_t r = g.layouts_on ? __atomic_load_n(&g.files[i].layout, __ATOMIC_ACQUIRE) : 0;
+    return r && r <= g.lay_recs_cap ? &g.lay_recs[r - 1] : NULL;
+}
+
+static uint64_t layout_bytes(const struct iol_layout_rec *l)
+{
+    if (!l)
+        return 0;
+    return sizeof(struct iol_layout_entry) + (((uint64_t)l->lov.nosts * 4 + 7) & ~7ull);
+}
+
+/* The FILES section; returns the number of entries with a layout, or -1. */
 static int write_files(void)
 {
-    /* one section, written entry by entry through a small buffer */
     uint64_t total = 0;
     uint32_t n = g.nfiles < g.files_cap ? g.nfiles : g.files_cap;
     for (uint32_t i = 1; i < n; i++)
         if (wanted(i))
-            total += sizeof(struct iol_file_entry) + ((g.files[i].path_len + 7u) & ~7u);
+            total += sizeof(struct iol_file_entry) + ((g.files[i].path_len + 7u) & ~7u) +
+                     layout_bytes(layout_of(i));
     struct iol_section s = {IOL_SEC_FILES, 0, total};
     if (open_out() < 0 || iol_write_all(g.out_fd, &s, sizeof s) < 0)
         return -1;
-    char buf[8192];
-    size_t used = 0;
+    static struct outbuf o; /* under g.lock; too big for a signal handler's stack */
+    o.used = 0;
+    int layouts = 0;
     for (uint32_t i = 1; i < n; i++) {
         struct iol_fentry *e = &g.files[i];
         if (!wanted(i))
             continue;
-        struct iol_file_entry fe = {i, e->parent, e->path_len, 0};
-        size_t padded = (e->path_len + 7u) & ~7u;
-        if (used + sizeof fe + padded > sizeof buf) {
-            if (iol_write_all(g.out_fd, buf, used) < 0)
-                return -1;
-            used = 0;
-        }
-        if (sizeof fe + padded > sizeof buf)
-            return -1; /* cannot happen: paths are < IOL_PATH_MAX */
-        memcpy(buf + used, &fe, sizeof fe);
-        memcpy(buf + used + sizeof fe, g.arena + e->path_off, e->path_len);
-        memset(buf + used + sizeof fe + e->path_len, 0, padded - e->path_len);
-        used += sizeof fe + padded;
+        const struct iol_layout_rec *l = layout_of(i);
+        struct iol_file_entry fe = {i, e->parent, e->path_len, l ? IOL_FE_LAYOUT : 0};
+        if (emit(&o, &fe, sizeof fe) < 0 || emit(&o, g.arena + e->path_off, e->path_len) < 0 ||
+            emit_pad(&o, e->path_len) < 0)
+            return -1;
+        if (!l)
+            continue;
+        struct iol_layout_entry le;
+        memset(&le, 0, sizeof le);
+        le.magic = l->lov.magic;
+        le.flags = l->lov.flags;
+        le.stripe_size = l->lov.stripe_size;
+        le.stripe_count = l->lov.stripe_count;
+        le.components = l->lov.components;
+        le.nosts = l->lov.nosts;
+        if (l->mnt && l->mnt <= IOL_MAX_MOUNTS)
+            memcpy(le.fsname, g.mounts[l->mnt - 1].fsname, sizeof le.fsname);
+        size_t ob = (size_t)le.nosts * 4;
+        if (emit(&o, &le, sizeof le) < 0 || emit(&o, g.lay_osts + l->off, ob) < 0 ||
+            emit_pad(&o, ob) < 0)
+            return -1;
+        layouts++;
     }
-    return used ? iol_write_all(g.out_fd, buf, used) : 0;
+    if (o.used && iol_write_all(g.out_fd, o.buf, o.used) < 0)
+        return -1;
+    return layouts;
 }
 
 static double calibrate(void)
@@ -274,7 +327,8 @@ void iol_finalize(uint32_t flags, int trylock)
         goto out;
     }
     int ok = !g.out_failed;
-    ok = ok && write_files() == 0;
+    int layouts = ok ? write_files() : -1;
+    ok = ok && layouts >= 0;
     ok = ok && write_section(IOL_SEC_SUMMARY, 0, g.sums,
                              (uint64_t)g.nsums * sizeof(struct iol_summary)) == 0;
     uint64_t hints_len = 0;
@@ -313,6 +367,8 @@ void iol_finalize(uint32_t flags, int trylock)
     h->spool_errors = g.spool_errors;
     h->segment = g.segment;
     h->budget_mb = (uint32_t)(g.budget >> 20);
+    h->layouts = layouts > 0 ? (uint32_t)layouts : 0;
+    h->layouts_lost = g.layouts_lost;
     char *p = hb.strings;
     const char *strs[4] = {g.job_id, g.host, g.exe, g.user};
     uint16_t *lens[4] = {&h->len_job_id, &h->len_host, &h->len_exe, &h->len_user};

@@ -71,8 +71,13 @@ static void opened(int fd, int dirfd, const char *path, int flags, uint64_t t0, 
         pos = end > 0 ? end : 0;
     }
     iol_fd_set(fd, file, pos);
-    if (file)
-        iol_record(IOL_OP_OPEN, IOL_LAYER_POSIX, file, -1, 0, t0, t1);
+    if (!file)
+        return;
+    iol_record(IOL_OP_OPEN, IOL_LAYER_POSIX, file, -1, 0, t0, t1);
+    struct iol_fd *f = iol_fd(fd);
+    if (f && (flags & O_ACCMODE) != O_RDONLY)
+        f->flags |= IOL_FDF_WRITE;
+    iol_layout_opened(fd, file, flags); /* Lustre layout (layout.c), after the timing */
 }
 
 static void duped(int oldfd, int newfd, uint64_t t0, uint64_t t1)
@@ -85,6 +90,7 @@ static void duped(int oldfd, int newfd, uint64_t t0, uint64_t t1)
         return;
     }
     iol_fd_set(newfd, o->file, o->pos);
+    n->flags = o->flags;
     iol_record(IOL_OP_DUP, IOL_LAYER_POSIX, o->file, -1, 0, t0, t1);
 }
 
@@ -199,6 +205,7 @@ IOL_EXPORT int close(int fd)
         return (int)syscall(SYS_close, fd);
     if (iol_skip())
         return real_close(fd);
+    iol_layout_closing(fd); /* a PFL layout the writes grew (untimed; errno kept) */
     PRE();
     uint32_t file = iol_fd_file(fd);
     int rc = real_close(fd);

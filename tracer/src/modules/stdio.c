@@ -56,14 +56,19 @@ static void sopened(FILE *fp, const char *path, const char *mode, uint64_t t0, u
     struct iol_fd *f = iol_fd(fd);
     if (!f || !file)
         return;
-    if (path)
+    if (path) {
         iol_fd_set(fd, file, 0);
+        if (mode && (strchr(mode, 'w') || strchr(mode, 'a') || strchr(mode, '+')))
+            f->flags |= IOL_FDF_WRITE;
+    }
     f->spos = 0;
     if (mode && (mode[0] == 'a' || !path)) {
         int64_t p = tell(fp);
         f->spos = p > 0 ? p : 0;
     }
     iol_record(IOL_OP_OPEN, IOL_LAYER_STDIO, file, -1, 0, t0, t1);
+    if (path)
+        iol_layout_opened(fd, file, 0); /* Lustre layout (layout.c), after the timing */
 }
 
 #define FOPEN_WRAPPER(name)                                                             \
@@ -126,8 +131,9 @@ IOL_EXPORT int fclose(FILE *fp)
     BEGIN(fclose, EOF);
     if (iol_skip())
         return real_fclose(fp);
-    PRE();
     int fd = fd_of(fp);
+    iol_layout_closing(fd); /* a PFL layout the writes grew (untimed; errno kept) */
+    PRE();
     uint32_t file = iol_fd_file(fd);
     int rc = real_fclose(fp);
     POST();

@@ -8,6 +8,10 @@ clients wanted more than they got). Throughput counts requests too when the comp
 a benchmarked `peak_ops`, so a server saturated by small requests (IOPS-bound, not slow)
 does not qualify. Idle samples neither extend nor break an episode; a busy sample at
 normal throughput ends it.
+
+The peak is the site's: no collector measures it. Components sampled without one
+(`components.peak_bw`, from `iolens site topology` or an imported IO500 run) cannot be
+assessed, and are reported as a gap per kind rather than passed over in silence.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from iolens.analyze.components.base import EPOCH, Context, Episode, duration_class, r
+from iolens.analyze.topology import REMEDY_PEAKS
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,7 @@ class LowBandwidth:
     def detect(self, ctx: Context) -> list[Episode]:
         th = self.thresholds
         kinds = ", ".join(f"'{k}'" for k in th.kinds)
+        self._gaps(ctx, kinds)
         t = ctx.store.query(
             f"""
             SELECT s.component_id AS c, any_value(s.kind) AS kind, epoch_us(s.ts) AS t1,
@@ -67,6 +73,29 @@ class LowBandwidth:
         for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(comp)], strict=True):
             out += self._component(ctx, {k: v[lo:hi] for k, v in col.items()})
         return out
+
+    def _gaps(self, ctx: Context, kinds: str) -> None:
+        """Sampled components without a benchmarked peak: the rule cannot judge them."""
+        lacking = ctx.store.query(
+            f"""
+            SELECT kind, list(DISTINCT component_id ORDER BY component_id) AS ids
+            FROM server_samples s
+            WHERE s.job_id IS NULL AND s.kind IN ({kinds}) AND s.ts > ? AND s.ts <= ?
+              AND NOT EXISTS (SELECT 1 FROM components c
+                              WHERE c.component_id = s.component_id AND c.peak_bw > 0)
+            GROUP BY kind ORDER BY kind
+            """,
+            ctx.bounds(),
+        ).to_pylist()
+        for row in lacking:
+            ctx.gap(
+                self.name,
+                row["kind"],
+                row["ids"],
+                "peak bandwidth (components.peak_bw): the 30 %-of-peak rule needs the "
+                "benchmarked peak, which no collector measures",
+                REMEDY_PEAKS,
+            )
 
     def _component(self, ctx: Context, s: dict[str, np.ndarray]) -> list[Episode]:
         th = self.thresholds

@@ -130,8 +130,8 @@ def job_report(rep: dict[str, Any]) -> Group:
         ("avg request", human_bytes(rep["avg_request"])),
         ("metadata ops", f"{rep['md_ops']:,}"),
         ("metadata ops/s", f"{rep['md_ops_rate']:,.1f}"),
-        ("forwarders", ", ".join(rep["forwarders"]) or "-"),
-        ("OSTs", _short_list(rep["osts"])),
+        ("forwarders", ", ".join(rep["forwarders"]) or _unknown(rep, "forwarders")),
+        ("OSTs", _short_list(rep["osts"]) if rep["osts"] else _unknown(rep, "osts")),
     ]
     for i in range(0, len(pairs), 2):
         a, b = pairs[i], pairs[i + 1] if i + 1 < len(pairs) else ("", "")
@@ -168,6 +168,8 @@ def job_report(rep: dict[str, Any]) -> Group:
         )
 
     parts: list[Any] = [head, layers, files]
+    for g in rep.get("gaps") or []:
+        parts.append(Text(f"Not known: {g['missing']}. To fix: {g['remedy']}.", style="yellow"))
     if rep["findings"]:
         for f in rep["findings"]:
             style = SEVERITY_STYLE.get(f["severity"], "")
@@ -184,6 +186,11 @@ def job_report(rep: dict[str, Any]) -> Group:
     return Group(
         Panel(Group(*parts[:1]), title=f"Job {rep['job_id']}", title_align="left"), *parts[1:]
     )
+
+
+def _unknown(rep: dict[str, Any], piece: str) -> str:
+    """An empty list's cell: "unknown" when a topology gap explains it, else "-" (none)."""
+    return "unknown" if any(g["piece"] == piece for g in rep.get("gaps") or []) else "-"
 
 
 def access_patterns(files: list[dict[str, Any]], most: int = 10, total: int | None = None) -> Table:

@@ -1,8 +1,11 @@
-"""`iolens site slurm-files DIR`: the files that trace every Slurm job (docs/deploy-slurm.md).
+"""`iolens site ...`: what a site installs and describes once.
 
-The sources ship in the package (`iolens/site/slurm/`); this writes them out with this
-installation's tracer library, spool directory and server filled in, and builds the SPANK
-plug-in when Slurm's development header is there.
+`slurm-files DIR` writes the files that trace every Slurm job (docs/deploy-slurm.md): the
+sources ship in the package (`iolens/site/slurm/`) and are written out with this
+installation's tracer library, spool directory and server filled in, and the SPANK
+plug-in is built when Slurm's development header is there. `topology FILE.toml` loads the
+site's topology (docs/topology.md): forwarders and the nodes behind them, servers and
+their targets, peaks, aliases.
 """
 
 from __future__ import annotations
@@ -18,10 +21,13 @@ from typing import Annotated, Any
 import typer
 
 from iolens.errors import IolensError
-from iolens.present.cli.app import JsonOption, out
-from iolens.present.cli.render import to_json
+from iolens.present.cli.app import DbOption, JsonOption, open_db, out
+from iolens.present.cli.render import human_rate, to_json
 
-site_app = typer.Typer(help="Files a site installs to trace every job.", no_args_is_help=True)
+site_app = typer.Typer(
+    help="What a site installs (Slurm files) and describes once (its topology).",
+    no_args_is_help=True,
+)
 
 DEFAULT_SPOOL = Path("/var/spool/iolens/traces")  # the agent's default trace_spool
 SPANK_SRC = "iolens_spank.c"
@@ -154,3 +160,90 @@ def slurm_files(
     out.print(
         f"Add the lines of {dest / 'slurm.conf.iolens'} to slurm.conf; see docs/deploy-slurm.md."
     )
+
+
+@site_app.command("topology")
+def topology(
+    file: Annotated[
+        Path | None,
+        typer.Argument(help="Site topology file (TOML) to load; see --sample.", dir_okay=False),
+    ] = None,
+    db: DbOption = None,
+    show: Annotated[bool, typer.Option("--show", help="Print the topology as stored.")] = False,
+    sample: Annotated[
+        bool, typer.Option("--sample", help="Print a commented sample file and exit.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Load the site topology: forwarders or LNet routers and the nodes behind them,
+    Lustre servers and their targets, peak bandwidth and request rates (given, or from an
+    imported IO500 run), login and service nodes, and the NIDs and addresses of hosts.
+
+    What the file describes replaces what was stored for the same names; nothing else is
+    touched. Without FILE, `--show` prints what is stored."""
+    from iolens.ingest import topology as topo
+
+    if sample:
+        print(topo.sample(), end="")
+        return
+    if file is None and not show:
+        raise IolensError("give a topology FILE to load, --show, or --sample")
+    parsed = topo.read_topology(file) if file is not None else None  # before creating a store
+    with open_db(db, create=file is not None) as store:
+        loaded = topo.load_topology(store, file, parsed) if file is not None else None
+        stored = topo.stored(store) if show else None
+    if as_json:
+        print(to_json({k: v for k, v in (("loaded", loaded), ("stored", stored)) if v}))
+        return
+    if loaded:
+        kinds = ", ".join(f"{n} {k}" for k, n in loaded["components"].items())
+        out.print(
+            f"Loaded {loaded['file']}: {kinds}; {loaded['forwarding']} compute -> forwarder "
+            f"mappings; {loaded['aliases']} aliases."
+        )
+        sources = sorted(set(loaded["peaks_from"].values()))
+        if sources:
+            out.print(
+                f"Peaks of {len(loaded['peaks_from'])} components from: {', '.join(sources)}."
+            )
+        missing = loaded["without_peak"]
+        if missing:
+            names = ", ".join(missing[:6]) + (" ..." if len(missing) > 6 else "")
+            out.print(
+                f"No peak for {len(missing)} servers/targets/forwarders ({names}): their "
+                "load levels and the 30 %-of-peak rule stay unknown."
+            )
+    if stored:
+        _print_stored(stored)
+
+
+def _print_stored(s: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    kinds = ", ".join(f"{n} {k}" for k, n in s["components"].items()) or "no components"
+    out.print(f"Stored: {kinds}; {s['forwarding']} mapped compute nodes; {s['aliases']} aliases.")
+    if s["forwarders"]:
+        t = Table(title="Forwarders")
+        for col in ("forwarder", "nodes", "peak bw", "peak ops/s"):
+            t.add_column(col)
+        for f in s["forwarders"]:
+            t.add_row(
+                f["component_id"], str(f["nodes"]), _peak(f["peak_bw"], True), _peak(f["peak_ops"])
+            )
+        out.print(t)
+    if s["servers"]:
+        t = Table(title="Servers")
+        for col in ("server", "kind", "targets", "peak bw", "peak ops/s"):
+            t.add_column(col)
+        for v in s["servers"]:
+            t.add_row(
+                v["component_id"], v["kind"], str(len(v["targets"])),
+                _peak(v["peak_bw"], True), _peak(v["peak_ops"]),
+            )  # fmt: skip
+        out.print(t)
+
+
+def _peak(v: float | None, bw: bool = False) -> str:
+    if v is None:
+        return "-"
+    return human_rate(v) if bw else f"{v:,.0f}"

@@ -191,6 +191,11 @@ def job_page(store: Store, job_id: str) -> dict[str, Any]:
         "covering": html_report._darshan_figures(logs),
         "culprits": culprits(store, job_id),
         "components": comps,
+        # kinds whose empty list is a topology gap ("unknown"), not "none"
+        "unknown": {
+            {"forwarders": "forwarder", "osts": "ost"}.get(g["piece"], g["piece"])
+            for g in job.get("gaps") or []
+        },
         "episodes": episodes_during(store, [c for ids in comps.values() for c in ids], job),
     }
 
