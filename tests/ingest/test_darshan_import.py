@@ -21,11 +21,11 @@ import pyarrow as pa
 import pytest
 
 from iolens.analyze import report
-from iolens.analyze.findings.base import Finding, findings_table
 from iolens.ingest import load
 from iolens.ingest.darshan_reader import DXT_MODULES, DarshanLog, merge_segments, read_log
 from iolens.ingest.importers import darshan as imp
 from iolens.ingest.importers import sacct
+from iolens.model.finding import Finding, findings_table
 from iolens.model.ids import file_id
 from iolens.store import DuckDBStore
 from tests.conftest import SHARED_DATA, run_cli

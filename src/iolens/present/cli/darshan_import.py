@@ -101,7 +101,7 @@ def _diagnoser(store: Store) -> Analyzer:
     """
     from iolens.analyze.darshan import CODES, analyze_log, site_context
     from iolens.analyze.darshan.zoomin import factors_table
-    from iolens.analyze.findings.base import findings_table
+    from iolens.model.finding import findings_table
 
     site = site_context(store)
 
