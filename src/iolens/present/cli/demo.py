@@ -176,7 +176,7 @@ def show_web(
         return
     import uvicorn
 
-    from iolens.present.api import create_app
+    from iolens.present.web.app import create_app
     from iolens.store import DuckDBStore
 
     out.print(f"Serving the web UI on {base} (loopback only); Ctrl-C stops it.")

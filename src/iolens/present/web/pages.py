@@ -15,7 +15,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from iolens.present.web import data, scope
-from iolens.present.web.auth import COOKIE, safe_next
+from iolens.present.web.auth import COOKIE, safe_next, set_session
 from iolens.present.web.rest import (
     analyze_pending,
     culprits_for,
@@ -51,8 +51,6 @@ def router(web: Any) -> APIRouter:
 
     @r.post("/login")
     async def login(request: Request) -> Response:
-        from iolens.present.web.app import set_session
-
         form = parse_qs((await request.body()).decode(errors="replace"))
         token = (form.get("token") or [""])[0].strip()
         target = safe_next((form.get("next") or ["/"])[0])
