@@ -35,7 +35,7 @@ def run_demo(
     serve: bool | None = None,
 ) -> None:
     from iolens.analyze import report
-    from iolens.present.cli.main import run_simulation
+    from iolens.present.cli.simulating import run_simulation
     from iolens.store import queries
 
     path = db or DEMO_DB
