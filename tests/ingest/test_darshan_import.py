@@ -22,7 +22,9 @@ import pytest
 
 from iolens.analyze import report
 from iolens.ingest import load
-from iolens.ingest.darshan_reader import DXT_MODULES, DarshanLog, merge_segments, read_log
+from iolens.ingest.darshan_merge import merge_segments
+from iolens.ingest.darshan_reader import DarshanLog, read_log
+from iolens.ingest.darshan_records import DXT_MODULES
 from iolens.ingest.importers import darshan as imp
 from iolens.ingest.importers import sacct
 from iolens.model.finding import Finding, findings_table
@@ -548,16 +550,16 @@ def test_regions_decompress_as_chains_of_streams(tmp_path, monkeypatch, comp):
     import bz2
     import zlib
 
-    from iolens.ingest import darshan_reader
+    from iolens.ingest import darshan_region
 
-    monkeypatch.setattr(darshan_reader, "_READ_STEP", 1000)  # many partial reads
+    monkeypatch.setattr(darshan_region, "_READ_STEP", 1000)  # many partial reads
     rng = np.random.default_rng(3)
     parts = [rng.integers(0, 5, 7000, dtype=np.uint8).tobytes() for _ in range(3)]
     pack = {0: zlib.compress, 1: bz2.compress, 2: lambda b: b}[comp]
     blob = b"".join(pack(p) for p in parts)
     path = tmp_path / "region"
     path.write_bytes(b"x" * 10 + blob + b"trailing")
-    region = darshan_reader._Region(path, 10, len(blob), comp, "region", "TEST")
+    region = darshan_region.Region(path, 10, len(blob), comp, "region", "TEST")
     got = b""
     while (chunk := region.read(333, allow_end=True)) is not None:
         got += chunk

@@ -46,7 +46,9 @@ import numpy as np
 import pyarrow as pa
 
 from iolens.errors import InputError, IolensError, reading
-from iolens.ingest.darshan_reader import DXT_MODULES, Block, DarshanLog, dxt_frame, merged_dxt
+from iolens.ingest.darshan_merge import dxt_frame, merged_dxt
+from iolens.ingest.darshan_reader import DarshanLog
+from iolens.ingest.darshan_records import DXT_MODULES, Block
 from iolens.model.darshan import DarshanJob
 from iolens.model.ids import file_id
 from iolens.model.schema import (
