@@ -26,7 +26,8 @@ from iolens.ingest.darshan_merge import merge_segments
 from iolens.ingest.darshan_reader import DarshanLog, read_log
 from iolens.ingest.darshan_records import DXT_MODULES
 from iolens.ingest.importers import darshan as imp
-from iolens.ingest.importers import sacct
+from iolens.ingest.importers import darshan_counters, darshan_dxt, sacct
+from iolens.ingest.importers.darshan_writer import combine_jobs
 from iolens.model.finding import Finding, findings_table
 from iolens.model.ids import file_id
 from iolens.store import DuckDBStore
@@ -268,7 +269,7 @@ def test_broken_files_fail_clearly_and_the_rest_imports(tmp_path):
 def test_a_log_that_fails_while_streaming_leaves_nothing(tmp_path, monkeypatch):
     """Client rows already streamed in the log's own transaction are rolled back; the logs
     queued before it are written."""
-    monkeypatch.setattr(imp, "DXT_CHUNK", 100)  # make dxt.darshan spill after a few records
+    monkeypatch.setattr(darshan_dxt, "DXT_CHUNK", 100)  # make dxt.darshan spill after a few records
     good = EXAMPLES / "example_logs" / "dxt.darshan"
     with DarshanLog(good) as log:
         off, length = log._maps[log.modules["DXT_POSIX"]["idx"]]
@@ -406,11 +407,11 @@ def test_two_logs_of_one_job_widen_it():
          "end": t.replace(hour=13), "state": None, "source": "darshan"}  # fmt: skip
     b = {**a, "app": "b", "nodes": ["n2"], "nprocs": 8, "start": t.replace(hour=11),
          "end": t.replace(hour=12, minute=30)}  # fmt: skip
-    m = imp._combine(a, b)
+    m = combine_jobs(a, b)
     assert (m["app"], m["nodes"], m["nprocs"]) == ("a", ["n1", "n2"], 8)
     assert (m["start"], m["end"]) == (b["start"], a["end"])
     slurm = {**a, "user": "alice", "nodes": None, "nprocs": None, "source": "slurm"}
-    m = imp._combine(slurm, b)
+    m = combine_jobs(slurm, b)
     assert (m["user"], m["nodes"], m["nprocs"], m["start"]) == ("alice", ["n2"], 8, a["start"])
     assert m["source"] == "slurm"
 
@@ -570,7 +571,7 @@ def test_regions_decompress_as_chains_of_streams(tmp_path, monkeypatch, comp):
 def test_shared_records_of_a_huge_job_stay_bounded(tmp_path, monkeypatch):
     """example.darshan's shared file (2,048 ranks) with the bound lowered to 64 shares:
     fewer rows, the same bytes and ops."""
-    monkeypatch.setattr(imp, "SPREAD_ROWS", 64)
+    monkeypatch.setattr(darshan_counters, "SPREAD_ROWS", 64)
     with _store(tmp_path / "s.duckdb") as store:
         imp.import_logs(store, [_LOG])
         rows = _count(store, "client_io")

@@ -42,7 +42,8 @@ def import_darshan(
     as_json: JsonOption = False,
 ) -> None:
     """Import Darshan logs: jobs, files, counters, DXT and findings (re-imports are skipped)."""
-    from iolens.ingest.importers.darshan import ImportResult, import_logs, log_files, summarize
+    from iolens.ingest.importers.darshan import import_logs, log_files, summarize
+    from iolens.ingest.importers.darshan_context import ImportResult
 
     files = log_files(paths)
     if not files:
