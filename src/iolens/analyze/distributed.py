@@ -45,7 +45,8 @@ from iolens.analyze.pipeline import analyze_jobs
 from iolens.analyze.report import build_many
 from iolens.errors import StoreError
 from iolens.model.finding import Finding
-from iolens.store.dataset import DatasetStore, Snapshot, replay
+from iolens.store.dataset import DatasetStore, replay
+from iolens.store.visibility import Snapshot
 
 #: Jobs per report task. Each task scans the hours its jobs ran in, so fewer, larger
 #: chunks do less work in all; the cut does not depend on the cluster, so neither do the
