@@ -38,7 +38,7 @@ def build_store(path: Path, extra_jobs: int) -> dict[str, Any]:
     from iolens.analyze.pipeline import analyze_jobs
     from iolens.ingest import load
     from iolens.present.web.accounts import add_user
-    from iolens.present.web.data import episode_key
+    from iolens.present.web.episode_views import episode_key
     from iolens.simulate import SimConfig, simulate
     from iolens.store import DuckDBStore
 

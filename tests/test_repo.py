@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import graphlib
 import re
 import shutil
 import subprocess
@@ -71,6 +73,66 @@ def test_layers_import_downward_only():
         pytest.skip("import-linter not installed")
     res = subprocess.run([lint], cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def import_graph(src: Path, package: str) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, from every import statement in its
+    source, inside functions and `if TYPE_CHECKING:` blocks too (import-linter's view:
+    `from a.b import c` names `a.b.c` when that is a module, else `a.b`; the parent
+    packages a dotted name runs are not counted)."""
+    modules: dict[str, Path] = {}
+    for path in (src / package).rglob("*.py"):
+        parts = path.relative_to(src).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        here = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        graph[name] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                graph[name] |= {a.name for a in node.names if a.name in modules}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = here.rsplit(".", node.level - 1)[0] if node.level > 1 else here
+                    base = f"{up}.{base}" if base else up
+                for a in node.names:
+                    target = f"{base}.{a.name}"
+                    if target in modules:
+                        graph[name].add(target)
+                    elif base in modules:
+                        graph[name].add(base)
+        graph[name].discard(name)
+    return graph
+
+
+def import_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        return list(exc.args[1])
+    return None
+
+
+def test_no_import_cycles():
+    """Dependencies point one way: a module never needs, even lazily, one that needs it."""
+    cycle = import_cycle(import_graph(ROOT / "src", "iolens"))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_import_cycle_check_sees_imports_inside_functions(tmp_path: Path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from pkg.sub import b\n")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from .. import a\n")
+    (pkg / "c.py").write_text("import pkg.a\n")
+    graph = import_graph(tmp_path, "pkg")
+    assert graph["pkg.c"] == {"pkg.a"} and graph["pkg.sub.b"] == {"pkg.a"}
+    assert sorted(import_cycle(graph) or []) == ["pkg.a", "pkg.a", "pkg.sub.b"]
+    (pkg / "sub" / "b.py").write_text("def f():\n    import json\n")
+    assert import_cycle(import_graph(tmp_path, "pkg")) is None
 
 
 def test_generated_docs_are_current():

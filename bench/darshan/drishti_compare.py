@@ -33,9 +33,9 @@ from bench.common import table  # noqa: E402
 
 from iolens.analyze.darshan.drishti import diagnose  # noqa: E402
 from iolens.analyze.darshan.drishti.csv import drishti_codes  # noqa: E402
-from iolens.analyze.findings.base import Finding  # noqa: E402
 from iolens.ingest.darshan_reader import read_log  # noqa: E402
 from iolens.model.darshan import DarshanJob  # noqa: E402
+from iolens.model.finding import Finding  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 #: the logs of issue 6: the shared real logs, the generated ones, the darshan package's

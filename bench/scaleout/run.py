@@ -45,8 +45,9 @@ from iolens.model.batch import Batch
 from iolens.ship.transport import INGEST_PATH
 from iolens.simulate import SimConfig, simulate
 from iolens.store.compaction import compact, dataset_bytes, second_pass_ratios
-from iolens.store.dataset import DatasetStore, RetentionSection
+from iolens.store.dataset import DatasetStore
 from iolens.store.segments import SegmentWriter
+from iolens.store.site_config import RetentionSection
 
 GiB = 2**30
 MiB = 2**20

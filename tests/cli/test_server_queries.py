@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from iolens.present.api import create_app
+from iolens.present.web.app import create_app
 from iolens.store import DuckDBStore
 from tests.conftest import run_cli
 from tests.loopback import TOKEN, free_port, start_server, stop

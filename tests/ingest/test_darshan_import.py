@@ -21,11 +21,14 @@ import pyarrow as pa
 import pytest
 
 from iolens.analyze import report
-from iolens.analyze.findings.base import Finding, findings_table
 from iolens.ingest import load
-from iolens.ingest.darshan_reader import DXT_MODULES, DarshanLog, merge_segments, read_log
+from iolens.ingest.darshan_merge import merge_segments
+from iolens.ingest.darshan_reader import DarshanLog, read_log
+from iolens.ingest.darshan_records import DXT_MODULES
 from iolens.ingest.importers import darshan as imp
-from iolens.ingest.importers import sacct
+from iolens.ingest.importers import darshan_counters, darshan_dxt, sacct
+from iolens.ingest.importers.darshan_writer import combine_jobs
+from iolens.model.finding import Finding, findings_table
 from iolens.model.ids import file_id
 from iolens.store import DuckDBStore
 from tests.conftest import SHARED_DATA, run_cli
@@ -266,7 +269,7 @@ def test_broken_files_fail_clearly_and_the_rest_imports(tmp_path):
 def test_a_log_that_fails_while_streaming_leaves_nothing(tmp_path, monkeypatch):
     """Client rows already streamed in the log's own transaction are rolled back; the logs
     queued before it are written."""
-    monkeypatch.setattr(imp, "DXT_CHUNK", 100)  # make dxt.darshan spill after a few records
+    monkeypatch.setattr(darshan_dxt, "DXT_CHUNK", 100)  # make dxt.darshan spill after a few records
     good = EXAMPLES / "example_logs" / "dxt.darshan"
     with DarshanLog(good) as log:
         off, length = log._maps[log.modules["DXT_POSIX"]["idx"]]
@@ -404,11 +407,11 @@ def test_two_logs_of_one_job_widen_it():
          "end": t.replace(hour=13), "state": None, "source": "darshan"}  # fmt: skip
     b = {**a, "app": "b", "nodes": ["n2"], "nprocs": 8, "start": t.replace(hour=11),
          "end": t.replace(hour=12, minute=30)}  # fmt: skip
-    m = imp._combine(a, b)
+    m = combine_jobs(a, b)
     assert (m["app"], m["nodes"], m["nprocs"]) == ("a", ["n1", "n2"], 8)
     assert (m["start"], m["end"]) == (b["start"], a["end"])
     slurm = {**a, "user": "alice", "nodes": None, "nprocs": None, "source": "slurm"}
-    m = imp._combine(slurm, b)
+    m = combine_jobs(slurm, b)
     assert (m["user"], m["nodes"], m["nprocs"], m["start"]) == ("alice", ["n2"], 8, a["start"])
     assert m["source"] == "slurm"
 
@@ -548,16 +551,16 @@ def test_regions_decompress_as_chains_of_streams(tmp_path, monkeypatch, comp):
     import bz2
     import zlib
 
-    from iolens.ingest import darshan_reader
+    from iolens.ingest import darshan_region
 
-    monkeypatch.setattr(darshan_reader, "_READ_STEP", 1000)  # many partial reads
+    monkeypatch.setattr(darshan_region, "_READ_STEP", 1000)  # many partial reads
     rng = np.random.default_rng(3)
     parts = [rng.integers(0, 5, 7000, dtype=np.uint8).tobytes() for _ in range(3)]
     pack = {0: zlib.compress, 1: bz2.compress, 2: lambda b: b}[comp]
     blob = b"".join(pack(p) for p in parts)
     path = tmp_path / "region"
     path.write_bytes(b"x" * 10 + blob + b"trailing")
-    region = darshan_reader._Region(path, 10, len(blob), comp, "region", "TEST")
+    region = darshan_region.Region(path, 10, len(blob), comp, "region", "TEST")
     got = b""
     while (chunk := region.read(333, allow_end=True)) is not None:
         got += chunk
@@ -568,7 +571,7 @@ def test_regions_decompress_as_chains_of_streams(tmp_path, monkeypatch, comp):
 def test_shared_records_of_a_huge_job_stay_bounded(tmp_path, monkeypatch):
     """example.darshan's shared file (2,048 ranks) with the bound lowered to 64 shares:
     fewer rows, the same bytes and ops."""
-    monkeypatch.setattr(imp, "SPREAD_ROWS", 64)
+    monkeypatch.setattr(darshan_counters, "SPREAD_ROWS", 64)
     with _store(tmp_path / "s.duckdb") as store:
         imp.import_logs(store, [_LOG])
         rows = _count(store, "client_io")

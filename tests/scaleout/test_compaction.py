@@ -10,8 +10,11 @@ from iolens.analyze.components.base import Context
 from iolens.model.batch import Batch
 from iolens.store import DuckDBStore
 from iolens.store.compaction import compact, dataset_bytes, second_pass_ratios
-from iolens.store.dataset import MERGED, DatasetStore, RetentionSection, take_snapshot
+from iolens.store.dataset import DatasetStore
+from iolens.store.dataset_layout import MERGED
 from iolens.store.segments import SegmentWriter
+from iolens.store.site_config import RetentionSection
+from iolens.store.visibility import take_snapshot
 from tests.scaleout.conftest import copy_dataset
 from tests.scaleout.test_dataset_store import rows
 

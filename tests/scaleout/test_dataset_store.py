@@ -8,14 +8,14 @@ from datetime import datetime
 import pyarrow as pa
 import pytest
 
-from iolens.analyze.findings import findings_table
-from iolens.analyze.findings.base import Finding
 from iolens.analyze.pipeline import analyze_all
 from iolens.errors import StoreError
 from iolens.model.batch import Batch
+from iolens.model.finding import Finding, findings_table
 from iolens.model.schema import TABLES
 from iolens.store import DuckDBStore, open_store
-from iolens.store.dataset import INGEST_TABLES, DatasetStore, replay
+from iolens.store.dataset import DatasetStore, replay
+from iolens.store.dataset_layout import INGEST_TABLES
 from iolens.store.segments import SegmentWriter
 from tests.scaleout.conftest import copy_dataset
 from tests.scaleout.test_segments import samples

@@ -17,7 +17,8 @@ from iolens.analyze.pipeline import analyze_all
 from iolens.present import views
 from iolens.store import DuckDBStore
 from iolens.store.compaction import compact
-from iolens.store.dataset import DatasetStore, RetentionSection
+from iolens.store.dataset import DatasetStore
+from iolens.store.site_config import RetentionSection
 from tests.conftest import run_cli
 from tests.scaleout.conftest import copy_dataset
 

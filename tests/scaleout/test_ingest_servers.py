@@ -23,7 +23,8 @@ from iolens.ship.shipper import Backoff, Shipper
 from iolens.ship.spool import DiskSpool
 from iolens.ship.transport import INGEST_PATH, HttpTransport
 from iolens.store import DuckDBStore
-from iolens.store.dataset import DatasetStore, list_segments
+from iolens.store.dataset import DatasetStore
+from iolens.store.dataset_layout import list_segments
 from tests.conftest import run_cli
 from tests.loopback import TOKEN, free_port, start_server, stop
 from tests.scaleout.conftest import GROUPS

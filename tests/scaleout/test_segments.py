@@ -15,15 +15,11 @@ from iolens.ingest import load
 from iolens.model.batch import Batch
 from iolens.model.schema import JOBS, SERVER_SAMPLES
 from iolens.store import DuckDBStore
-from iolens.store.dataset import (
-    DatasetStore,
-    Manifest,
-    list_segments,
-    load_site,
-    take_snapshot,
-    visible,
-)
+from iolens.store.dataset import DatasetStore
+from iolens.store.dataset_layout import list_segments
 from iolens.store.segments import SegmentWriter
+from iolens.store.site_config import load_site
+from iolens.store.visibility import Manifest, take_snapshot, visible
 
 T0 = datetime(2025, 3, 3, 8, 59, 58)
 

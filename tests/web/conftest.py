@@ -61,7 +61,7 @@ def _pick(store: DuckDBStore) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def web_db(sim_db, tmp_path_factory: pytest.TempPathFactory) -> WebDB:
-    from iolens.present.web.data import episode_key
+    from iolens.present.web.episode_views import episode_key
 
     path = tmp_path_factory.mktemp("web") / "web.duckdb"
     shutil.copyfile(sim_db.path, path)

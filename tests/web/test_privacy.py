@@ -8,8 +8,7 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from iolens.present.api import create_app
-from iolens.present.web.app import route_table
+from iolens.present.web.app import create_app, route_table
 from iolens.present.web.auth import COOKIE, PUBLIC_PATHS, WebConfig, authorize
 from iolens.store import DuckDBStore
 

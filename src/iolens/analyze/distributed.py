@@ -36,15 +36,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from iolens.analyze.components import DETECTORS, Context, Detector, Episode, analyze_components
-from iolens.analyze.findings import Finding
+from iolens.analyze.jobreport import JobReport
 from iolens.analyze.jobs import baseline, interference, service, usage
 from iolens.analyze.jobs.baseline import Baseline
 from iolens.analyze.jobs.service import LOOKAHEAD_S, Samples
 from iolens.analyze.jobs.usage import EVERYTHING, Burst
 from iolens.analyze.pipeline import analyze_jobs
-from iolens.analyze.report import JobReport, build_many
+from iolens.analyze.report import build_many
 from iolens.errors import StoreError
-from iolens.store.dataset import DatasetStore, Snapshot, replay
+from iolens.model.finding import Finding
+from iolens.store.dataset import DatasetStore, replay
+from iolens.store.visibility import Snapshot
 
 #: Jobs per report task. Each task scans the hours its jobs ran in, so fewer, larger
 #: chunks do less work in all; the cut does not depend on the cluster, so neither do the

@@ -8,8 +8,10 @@ from datetime import UTC, datetime
 import pyarrow as pa
 
 from iolens.analyze import report as job_report
-from iolens.analyze.findings import JOB_RULES, Finding, findings_table
+from iolens.analyze.findings import JOB_RULES
+from iolens.analyze.jobreport import JobReport
 from iolens.analyze.jobs import diagnose_jobs
+from iolens.model.finding import Finding, findings_table
 from iolens.model.schema import JOB_SUMMARIES
 from iolens.store.base import Store
 
@@ -19,7 +21,7 @@ def analyze_jobs(
     job_ids: Iterable[str] | None = None,
     silenced: frozenset[str] = frozenset(),
     on_job: Callable[[str], None] | None = None,
-    reports: list[job_report.JobReport] | None = None,
+    reports: list[JobReport] | None = None,
 ) -> list[Finding]:
     """Re-derive the reports, phases, interference and findings of `job_ids` (all jobs by
     default), replacing older ones.

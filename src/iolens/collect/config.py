@@ -62,7 +62,7 @@ def site_server(a: AgentSection) -> str | None:
     """The agent's server: `server` if set, else its group's server in the site config."""
     if a.server or a.site is None:
         return a.server
-    from iolens.store.dataset import load_site
+    from iolens.store.site_config import load_site
 
     site = load_site(a.site)
     group = a.group or site.group_of(a.host)

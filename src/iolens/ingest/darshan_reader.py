@@ -11,20 +11,20 @@ can leave its handle in a state where closing it double-frees. So after the head
 parsed (by the library, which knows every format version and byte order), the region map
 is checked against the file size before any region is touched, and a handle that saw a
 read error is never closed (a small leak instead of a crash of the whole batch).
+
+What it hands out is in `darshan_records`; regions are streamed by `darshan_region` and
+DXT segments merged into runs by `darshan_merge`.
 """
 
 from __future__ import annotations
 
-import bz2
 import os
 import re
 import struct
 import sys
 import tempfile
-import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -33,46 +33,32 @@ import numpy as np
 import pandas as pd
 
 from iolens.errors import InputError
-from iolens.model.darshan import DarshanJob, ModuleData
-
-#: Modules with fixed-size records read into counter frames (PyDarshan's struct names).
-FIXED_MODULES = (
-    "POSIX",
-    "MPI-IO",
-    "STDIO",
-    "H5F",
-    "H5D",
-    "PNETCDF_FILE",
-    "PNETCDF_VAR",
-    "DFS",
-    "DAOS",
-    "BG/Q",
+from iolens.ingest.darshan_merge import dxt_frame, merged_dxt
+from iolens.ingest.darshan_records import (
+    AUTOPERF_MODULES,
+    DXT_MODULES,
+    FIXED_MODULES,
+    MERGE_WINDOW,
+    SEGMENT,
+    Block,
+    DxtRecord,
+    Heatmap,
+    backend,
+    counter_names,
+    fcounter_names,
+    make_block,
 )
-#: AutoPerf modules: a header record, then one fixed-size record per rank.
-AUTOPERF_MODULES = ("APMPI", "APXC")
-DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
+from iolens.ingest.darshan_region import Region, dxt_segments
+from iolens.model.darshan import DarshanJob
 
-#: One DXT segment as libdarshan-util lays it out (`struct segment_info`).
-SEGMENT = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
-
-#: Segments decoded and merged per numpy pass: bounds memory on records of millions.
-MERGE_WINDOW = 1 << 16
 #: `struct dxt_file_record`: id, rank, shared_record, hostname[64], write/read counts.
 _DXT_HEAD = struct.Struct("Q q q 64s q q")
-#: Compressed bytes read from the file per step while streaming a region.
-_READ_STEP = 1 << 20
 
 # libdarshan-util's `struct darshan_fd_s` (darshan-logutils.h, 3.2-3.5): the parsed
 # header it keeps. version[8], swap_flag, partial_flag, comp_type, job_map, name_map,
 # mod_map[64], mod_ver[64]. Checked at run time against the header before it is trusted.
 _FD_LAYOUT = struct.Struct("<8s i 4x Q i 4x QQ QQ")
 _FD_MOD_MAPS = 64
-
-
-def _backend() -> Any:
-    import darshan.backend.cffi_backend as backend
-
-    return backend
 
 
 @contextmanager
@@ -99,178 +85,13 @@ def _utc(sec: int, nsec: int = 0) -> datetime:
     )
 
 
-@dataclass
-class DxtRecord:
-    """One DXT file record (one file on one rank): its segments come from `chunks()`."""
-
-    module: str
-    id: int
-    rank: int
-    hostname: str
-    writes: int
-    reads: int
-    _source: Iterator[tuple[str, Iterator[np.ndarray]]] = field(default_factory=lambda: iter(()))
-
-    def ops(self) -> Iterator[tuple[str, Iterator[np.ndarray]]]:
-        """("write", windows), then ("read", windows): SEGMENT arrays in time order, each
-        of at most `MERGE_WINDOW`; consume them in this order."""
-        return self._source
-
-
-class _Region:
-    """One log region decompressed as a stream (a chain of zlib / bzip2 streams, as
-    libdarshan-util writes one per rank or per buffer flush)."""
-
-    def __init__(self, path: Path, off: int, length: int, comp: int, source: str, what: str):
-        self.f = path.open("rb")
-        self.f.seek(off)
-        self.left = length
-        self.comp = comp
-        self.source, self.what = source, what
-        self.d: Any = self._decompressor()
-        self.buf = bytearray()
-        self.pending = b""  # compressed input not consumed yet
-
-    def _decompressor(self) -> Any:
-        if self.comp == 0:
-            return zlib.decompressobj()
-        if self.comp == 1:
-            return bz2.BZ2Decompressor()
-        return None
-
-    def _more(self, want: int) -> bool:
-        """Decompress until `want` bytes are buffered; False at the end of the region."""
-        while len(self.buf) < want:
-            d = self.d
-            if d is not None and d.eof:  # one stream ended: the next starts in what it left
-                # (unused_data holds all of it; zlib's unconsumed_tail may repeat part of it)
-                self.d, self.pending = self._decompressor(), d.unused_data
-                continue
-            if d is not None and self.comp == 1 and not d.needs_input:
-                self.buf += self._inflate(b"")  # bzip2 still holds output for its input
-                continue
-            if not self.pending:
-                if self.left <= 0:
-                    return False
-                self.pending = self.f.read(min(_READ_STEP, self.left))
-                if not self.pending:
-                    raise InputError(self.source, f"truncated Darshan log ({self.what} region)")
-                self.left -= len(self.pending)
-            if d is None:
-                self.buf += self.pending
-                self.pending = b""
-                continue
-            data, self.pending = self.pending, b""
-            self.buf += self._inflate(data)
-            if self.comp == 0 and not d.eof:
-                self.pending = d.unconsumed_tail  # input left when the output limit hit
-        return True
-
-    def _inflate(self, data: bytes) -> bytes:
-        try:
-            return bytes(self.d.decompress(data, _READ_STEP))
-        except (zlib.error, OSError, EOFError, ValueError) as exc:
-            raise InputError(
-                self.source, f"corrupt Darshan log: {self.what} region ({exc})"
-            ) from None
-
-    def read(self, n: int, allow_end: bool = False) -> bytes | None:
-        if not self._more(n):
-            if allow_end and len(self.buf) < n:
-                self.buf.clear()
-                self.f.close()
-                return None
-            raise InputError(self.source, f"corrupt Darshan log: {self.what} region ends early")
-        out = bytes(self.buf[:n])
-        del self.buf[:n]
-        return out
-
-
-def _segments(
-    stream: _Region, dtype: np.dtype, writes: int, reads: int, no_offsets: bool
-) -> Iterator[tuple[str, Iterator[np.ndarray]]]:
-    for op, n in (("write", writes), ("read", reads)):
-        windows = _windows(stream, dtype, n, no_offsets)
-        yield op, windows
-        for _ in windows:  # the caller may stop early: the stream must move on
-            pass
-
-
-def _windows(stream: _Region, dtype: np.dtype, n: int, no_offsets: bool) -> Iterator[np.ndarray]:
-    while n > 0:
-        k = min(n, MERGE_WINDOW)
-        raw = stream.read(k * dtype.itemsize)
-        assert raw is not None
-        segs = np.frombuffer(raw, dtype).astype(SEGMENT)
-        if no_offsets:
-            segs["offset"] = -1
-        yield segs
-        n -= k
-
-
-@dataclass
-class Heatmap:
-    """One HEATMAP record: bytes per time bin since the job start, for one module/rank."""
-
-    module: str  # the instrumented module, from the record name "heatmap:POSIX"
-    rank: int
-    bin_width: float  # seconds
-    write_bins: np.ndarray
-    read_bins: np.ndarray
-
-
-@dataclass
-class Block:
-    """A fixed-size module's records as numpy blocks: what the store keeps, and what the
-    importer computes from without going through pandas."""
-
-    module: str
-    ids: np.ndarray  # uint64 record ids (name hashes)
-    ranks: np.ndarray  # int64, -1 for records Darshan reduced over all ranks
-    c: np.ndarray  # (records, counters) int64, in counter-name order
-    f: np.ndarray  # (records, fcounters) float64
-    cnames: list[str]
-    fnames: list[str]
-    version: int = 0
-    partial: bool = False
-
-    def __post_init__(self) -> None:
-        self._at = {n: i for i, n in enumerate(self.cnames)}
-        self._fat = {n: i for i, n in enumerate(self.fnames)}
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def col(self, name: str) -> np.ndarray:
-        """A counter's column (int or float); zeros when this format version lacks it."""
-        if name in self._at:
-            return self.c[:, self._at[name]]
-        if name in self._fat:
-            return self.f[:, self._fat[name]]
-        return np.zeros(len(self.ids), np.float64 if "_F_" in name else np.int64)
-
-    def data(self) -> ModuleData:
-        """The `DarshanJob` form: PyDarshan's wide frames."""
-        return ModuleData(
-            _frame(self.ids, self.ranks, self.c, self.cnames),
-            _frame(self.ids, self.ranks, self.f, self.fnames),
-            self.version,
-            self.partial,
-        )
-
-
-def _frame(ids: np.ndarray, ranks: np.ndarray, block: np.ndarray, names: list[str]) -> pd.DataFrame:
-    idx = pd.DataFrame({"id": ids, "rank": ranks})
-    return pd.concat([idx, pd.DataFrame(block, columns=names)], axis=1)
-
-
 class DarshanLog:
     """An open Darshan log. Use as a context manager; errors are `InputError`s naming it."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.source = str(self.path)
-        b = _backend()
+        b = backend()
         self.ffi, self.lib = b.ffi, b.libdutil
         self._b = b
         self.handle: Any = None
@@ -460,7 +281,7 @@ class DarshanLog:
         raw = b"".join(ffi.buffer(p, size)[:] for p in self._records(module))
         block = np.frombuffer(raw, dtype)
         fc = block["fcounters"] if nf else np.empty((len(block), 0))
-        return _block(
+        return make_block(
             module, block["id"], block["rank"], block["counters"], fc, cnames, fnames,
             self.modules[module],
         )  # fmt: skip
@@ -488,7 +309,7 @@ class DarshanLog:
         if self._maps is None or not 0 <= idx < len(self._maps):
             return None
         off, length = self._maps[idx]
-        stream = _Region(self.path, off, length, self._comp, self.source, module)
+        stream = Region(self.path, off, length, self._comp, self.source, module)
         raw = stream.read(hdt.itemsize, allow_end=True)
         if raw is None:
             return None
@@ -529,7 +350,7 @@ class DarshanLog:
             header["hosts"] = [
                 h.split(b"\0", 1)[0].decode("utf-8", "replace") for h in block["node_name"]
             ]
-        data = _block(
+        data = make_block(
             module, block["id"], block["rank"], c, f, cnames, fnames, self.modules[module]
         )
         return data, header
@@ -575,7 +396,7 @@ class DarshanLog:
 
     def dxt(self, module: str) -> Iterator[DxtRecord]:
         """DXT file records one at a time, each handing out its segments in chunks of at
-        most `MERGE_WINDOW` (`DxtRecord.chunks`), which must be consumed before the next
+        most `MERGE_WINDOW` (`DxtRecord.ops`), which must be consumed before the next
         record is asked for. Memory stays bounded however many segments a record has:
         the module's region is decompressed here as a stream (libdarshan-util would
         return each record whole)."""
@@ -584,7 +405,7 @@ class DarshanLog:
             yield from self._dxt_whole(module)
             return
         off, length = self._maps[idx]
-        stream = _Region(self.path, off, length, self._comp, self.source, module)
+        stream = Region(self.path, off, length, self._comp, self.source, module)
         order = ">" if self._swap else "<"
         head = struct.Struct(order + _DXT_HEAD.format)
         seg = SEGMENT.newbyteorder(order)
@@ -603,7 +424,7 @@ class DarshanLog:
             rec = DxtRecord(
                 module, rid, rank, host.split(b"\0", 1)[0].decode("utf-8", "replace"), w, r
             )
-            rec._source = _segments(stream, seg, w, r, no_offsets)
+            rec._source = dxt_segments(stream, seg, w, r, no_offsets)
             yield rec
             for _op, windows in rec._source:  # drain what the caller did not read
                 for _ in windows:
@@ -734,193 +555,6 @@ def _why(said: list[str]) -> str:
 
 def _plain(v: Any) -> Any:
     return v if isinstance(v, int | float) else str(v)
-
-
-def counter_names(module: str, fcounters: bool = False, special: str = "") -> list[str]:
-    b = _backend()
-    key = "BGQ" if module == "BG/Q" else module
-    return list(b.counter_names(key, fcounters, special) or [])
-
-
-def fcounter_names(module: str) -> list[str]:
-    return counter_names(module, True)
-
-
-def _block(
-    module: str,
-    ids: np.ndarray,
-    ranks: np.ndarray,
-    c: np.ndarray,
-    f: np.ndarray,
-    cnames: list[str],
-    fnames: list[str],
-    info: dict[str, Any],
-) -> Block:
-    n = len(ids)
-    return Block(
-        module,
-        np.asarray(ids, np.uint64).copy(),
-        np.asarray(ranks, np.int64).copy(),
-        np.ascontiguousarray(np.asarray(c, np.int64).reshape(n, -1)),
-        np.ascontiguousarray(np.asarray(f, np.float64).reshape(n, -1)),
-        cnames,
-        fnames,
-        int(info["version"]),
-        bool(info["partial"]),
-    )
-
-
-# -- DXT first-pass merging -------------------------------------------------------------
-
-
-def merge_segments(segs: np.ndarray, window: int = MERGE_WINDOW) -> dict[str, np.ndarray]:
-    """All runs of one op's segments at once (see `merge_runs`)."""
-    parts = list(merge_runs(segs[a : a + window] for a in range(0, len(segs), window)))
-    if not parts:
-        return {k: np.empty(0, dt) for k, dt in _RUN_TYPES.items()}
-    return {k: np.concatenate([p[k] for p in parts]).astype(dt) for k, dt in _RUN_TYPES.items()}
-
-
-def merge_runs(windows: Iterable[np.ndarray]) -> Iterator[dict[str, np.ndarray]]:
-    """Merge one op's segments (time order, given in windows) into the tracer's records.
-
-    A run is `count` segments of one `size`, the k-th at `offset + k * stride` (contiguous
-    when stride == size), as Beacon's first-pass compression and the LD_PRELOAD tracer do:
-    any two equal-size segments in a row can open a run, which then extends while the next
-    segment keeps the size and the stride. Yields runs as soon as they are closed: offset,
-    size, stride, count, start, end (seconds since the job start: first start, last end)
-    and busy (seconds inside the calls). A run open at the end of a window is carried into
-    the next, so memory follows the window, not the record.
-    """
-    pending: dict[str, Any] | None = None
-    for segs in windows:
-        if not len(segs):
-            continue
-        runs = _merge_window(segs)
-        if pending is not None and not _join(pending, runs):
-            yield {k: np.array([v]) for k, v in pending.items()}
-        pending = {k: v[-1].item() for k, v in runs.items()}
-        if len(runs["count"]) > 1:
-            yield {k: v[:-1] for k, v in runs.items()}
-    if pending is not None:
-        yield {k: np.array([v]) for k, v in pending.items()}
-
-
-_RUN_TYPES = {
-    "offset": np.int64,
-    "size": np.int64,
-    "stride": np.int64,
-    "count": np.int64,
-    "start": np.float64,
-    "end": np.float64,
-    "busy": np.float64,
-}
-
-
-def _merge_window(s: np.ndarray) -> dict[str, np.ndarray]:
-    off, ln = s["offset"], s["length"]
-    n = len(s)
-    busy = s["end"] - s["start"]
-    if n == 1:
-        first = np.zeros(1, np.int64)
-        counts = np.ones(1, np.int64)
-    else:
-        eq = ln[1:] == ln[:-1]  # eq[k]: segments k and k+1 have the same size
-        d = np.diff(off)  # d[k]: offset step from k to k+1
-        # c[k-1] for k in 1..n-2: segment k+1 continues the stride of k-1 -> k
-        c = eq[1:] & eq[:-1] & (d[1:] == d[:-1])
-        # maximal blocks of c (k = a..b) cover segments a-1 .. b+1
-        edge = np.diff(np.r_[0, c.astype(np.int8), 0])
-        a = np.flatnonzero(edge == 1) + 1  # first k of each block
-        b = np.flatnonzero(edge == -1)  # last k of each block
-        run_first = a - 1
-        run_last = b + 1
-        # a block starting right where the previous one ended gives up the shared segment
-        clash = np.r_[False, run_first[1:] == run_last[:-1]]
-        run_first = run_first + clash
-        cover = np.zeros(n + 1, np.int64)
-        np.add.at(cover, run_first, 1)
-        np.add.at(cover, run_last + 1, -1)
-        covered = np.cumsum(cover[:-1]) > 0
-        # uncovered segments pair up greedily along chains of equal sizes
-        free = ~covered
-        link = np.r_[False, free[1:] & free[:-1] & eq]
-        chain_start = free & ~link
-        idx = np.arange(n)
-        last_start = np.maximum.accumulate(np.where(chain_start, idx, 0))
-        starts = free & ((idx - last_start) % 2 == 0)
-        starts[run_first] = True
-        first = np.flatnonzero(starts)
-        counts = np.diff(np.r_[first, n])
-    last = first + counts - 1
-    stride = np.where(counts > 1, off[np.minimum(first + 1, n - 1)] - off[first], ln[first])
-    return {
-        "offset": off[first],
-        "size": ln[first],
-        "stride": stride,
-        "count": counts,
-        "start": s["start"][first],
-        "end": s["end"][last],
-        "busy": np.add.reduceat(busy, first),
-    }
-
-
-def _join(p: dict[str, Any], runs: dict[str, np.ndarray]) -> bool:
-    """Fold the run left open by the previous window into the first run of this one."""
-    size, off, cnt, stride = (runs[k][0].item() for k in ("size", "offset", "count", "stride"))
-    if size != p["size"]:
-        return False
-    if p["count"] == 1:
-        step = off - p["offset"]
-        if cnt > 1 and stride != step:
-            return False
-    else:
-        step = p["stride"]
-        if off != p["offset"] + p["count"] * step or (cnt > 1 and stride != step):
-            return False
-    runs["offset"][0] = p["offset"]
-    runs["stride"][0] = step
-    runs["count"][0] = cnt + p["count"]
-    runs["start"][0] = p["start"]
-    runs["busy"][0] += p["busy"]
-    return True
-
-
-DXT_COLUMNS = ["module", "rank", "hostname", "id", "op"]
-DXT_COLUMNS += ["offset", "length", "stride", "count", "start", "end"]
-_DXT_RUNS = {"offset": "offset", "length": "size", "stride": "stride", "count": "count",
-             "start": "start", "end": "end"}  # fmt: skip
-
-
-def dxt_frame(parts: list[dict[str, Any]]) -> pd.DataFrame | None:
-    """`DarshanJob.dxt` from merged runs tagged with module, rank, host, file id and op."""
-    if not parts:
-        return None
-    n = [len(p["count"]) for p in parts]
-
-    def tag(key: str, dtype: Any) -> np.ndarray:
-        return np.repeat(np.array([p[key] for p in parts], dtype=dtype), n)
-
-    cols: dict[str, Any] = {
-        "module": tag("module", object),
-        "rank": tag("rank", np.int64),
-        "hostname": tag("hostname", object),
-        "id": tag("id", np.uint64),
-        "op": tag("op", object),
-    }
-    for col, key in _DXT_RUNS.items():
-        cols[col] = np.concatenate([p[key] for p in parts])
-    return pd.DataFrame(cols, columns=DXT_COLUMNS)
-
-
-def merged_dxt(rec: DxtRecord) -> Iterator[dict[str, Any]]:
-    """The merged runs of one DXT record, in pieces tagged for `dxt_frame` and the
-    importer (module, rank, hostname, id, op)."""
-    tag = {"module": rec.module, "rank": rec.rank, "hostname": rec.hostname,
-           "id": np.uint64(rec.id)}  # fmt: skip
-    for op, windows in rec.ops():
-        for runs in merge_runs(windows):
-            yield {**tag, "op": op, **runs}
 
 
 def read_log(path: str | Path, *, dxt: bool = True) -> DarshanJob:

@@ -17,11 +17,11 @@ an unknown one, and `/series` (every component's samples) is for admins.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from iolens.errors import NotFound
@@ -33,8 +33,6 @@ from iolens.store.base import Store
 
 if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
-
-    from iolens.present.web.auth import WebConfig
 
 API_PREFIX = "/api/v1"
 
@@ -157,13 +155,3 @@ def router(service: IngestService, readers: Readers | None = None) -> APIRouter:
             return _json(views.series(store, kind, component, metric, since, limit))
 
     return r
-
-
-def create_app(
-    store: Store, tokens: Iterable[str] = (), config: WebConfig | None = None
-) -> FastAPI:
-    """What `iolens serve` runs: ingest, this query API, the REST API and the web UI on one
-    store (`iolens.present.web.app.create_app`); `config` is its `WebConfig`."""
-    from iolens.present.web.app import create_app as create_web_app
-
-    return create_web_app(store, tokens, config)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from iolens.store.base import Store
 
 if TYPE_CHECKING:
-    from iolens.analyze.report import JobReport
+    from iolens.analyze.jobreport import JobReport
 
 _JOB_KEYS = (
     "job_id",

@@ -7,7 +7,8 @@ from iolens.store.duckdb_store import DuckDBStore, default_db_path
 def open_store(path: str | None = None, *, create: bool = True, read_only: bool = False) -> Store:
     """Open the configured store: the embedded DuckDB file, or a scale-out dataset when
     `path` (`--db`, `$IOLENS_DB`) is a dataset directory (`iolens.store.dataset`)."""
-    from iolens.store.dataset import DatasetStore, is_dataset
+    from iolens.store.dataset import DatasetStore
+    from iolens.store.dataset_layout import is_dataset
 
     target = path or default_db_path()
     if is_dataset(target):

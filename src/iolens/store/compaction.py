@@ -43,24 +43,20 @@ import pyarrow.parquet as pq
 
 from iolens.errors import StoreError
 from iolens.model.schema import MERGED_BY_KEY
-from iolens.store.dataset import (
+from iolens.store.dataset_layout import (
     COMPACTED,
     MERGED,
     FileLock,
-    Manifest,
     Part,
-    RetentionSection,
-    _cols,
-    _quote_list,
     atomic_write,
     fsync_dir,
     init_dataset,
-    merged_by_key_sql,
     new_id,
     part_of,
-    take_snapshot,
-    view_sql,
 )
+from iolens.store.segment_views import columns_sql, files_sql, merged_by_key_sql, view_sql
+from iolens.store.site_config import RetentionSection
+from iolens.store.visibility import Manifest, take_snapshot
 
 #: Untimed tables: merged per group and day (they are never pruned by time).
 UNTIMED = ("jobs", *MERGED_BY_KEY, "ingested")
@@ -355,13 +351,13 @@ def _run(con: duckdb.DuckDBPyConnection, root: Path, staging: Path, u: Unit, ret
             u.rows_in = _count(con, source)
             select = f"{second_pass_sql(source)} ORDER BY {SORT[MERGED]}"
         else:
-            src = f"read_parquet({_quote_list(root, u.inputs)}, union_by_name = true)"
-            cols = "*" if u.table == "jobs" or u.table in MERGED_BY_KEY else _cols(u.table)
+            src = f"read_parquet({files_sql(root, u.inputs)}, union_by_name = true)"
+            cols = "*" if u.table == "jobs" or u.table in MERGED_BY_KEY else columns_sql(u.table)
             source = f"(SELECT {cols} FROM {src})"
             u.rows_in = _count(con, source)
             if u.action == "downsample":
                 down = downsample_sql(u.table, source, ret.downsample_s)
-                select = f"SELECT {_cols(u.table)} FROM ({down})"
+                select = f"SELECT {columns_sql(u.table)} FROM ({down})"
             elif u.table in MERGED_BY_KEY:  # one row per key, as the view merges them
                 select = f"SELECT * FROM ({merged_by_key_sql(u.table, source)})"
             else:
@@ -500,7 +496,9 @@ def second_pass_ratios(
             "WHERE pattern = ?",
             [pat],
         )
-        first = _arrow(con, f"SELECT {_cols('client_io')} FROM one ORDER BY {SORT['client_io']}")
+        first = _arrow(
+            con, f"SELECT {columns_sql('client_io')} FROM one ORDER BY {SORT['client_io']}"
+        )
         second = _arrow(con, f"{second_pass_sql('one')} ORDER BY {SORT[MERGED]}")
         b1 = write_client_records(first, tmp / "first.parquet")
         b2 = write_client_records(second, tmp / "second.parquet")
@@ -523,7 +521,7 @@ def second_pass_ratios(
 
 
 def _results_table(root: Path, table: str) -> Path | None:
-    from iolens.store.dataset import read_head
+    from iolens.store.visibility import read_head
 
     name = read_head(root).get("tables", {}).get(table)
     return root / "_results" / name if name else None

@@ -13,7 +13,7 @@ A commit writes one Parquet file per table and hour into `_staging/G/`, fsyncs t
 its manifest `_commits/G/<id>.json` (the commit point), then renames each file into its
 partition. A server killed at any point loses nothing acknowledged: on restart it rolls
 every manifest forward (renames what is still staged) and deletes staged files no manifest
-names. Readers ignore a half-renamed commit (`iolens.store.dataset.visible`). Servers of
+names. Readers ignore a half-renamed commit (`iolens.store.visibility.visible`). Servers of
 different groups share nothing but the directory tree; a lock file keeps a second server
 off a group that is already served.
 
@@ -42,12 +42,11 @@ import pyarrow.parquet as pq
 from iolens.errors import StoreError
 from iolens.model.batch import Batch
 from iolens.model.schema import MERGED_BY_KEY
-from iolens.store.dataset import (
+from iolens.store.dataset_layout import (
     PARTIAL,
     SEQ,
     TIME_COLUMN,
     FileLock,
-    Manifest,
     atomic_write,
     check_group,
     fsync_dir,
@@ -56,6 +55,7 @@ from iolens.store.dataset import (
     part_of,
     partition_dir,
 )
+from iolens.store.visibility import Manifest
 
 HOUR_US = 3_600_000_000
 #: Batches per commit at most: `_seq` keeps the batch's position in 12 bits.

@@ -24,9 +24,9 @@ from iolens.analyze.darshan.drishti import DRISHTI_CODES, RULES, diagnose
 from iolens.analyze.darshan.drishti.common import hints, per_rank
 from iolens.analyze.darshan.drishti.csv import COLUMNS, drishti_csv
 from iolens.analyze.darshan.rule import RuleContext
-from iolens.analyze.findings.base import Finding
 from iolens.ingest.darshan_reader import read_log
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 EXAMPLES = Path(darshan.__file__).parent / "examples"
 SHARED = Path(__file__).resolve().parents[4] / "shared" / "data"

@@ -16,8 +16,8 @@ import pytest
 from iolens.analyze.darshan.rule import RuleContext
 from iolens.analyze.darshan.zoomin import RULES, diagnose_zoomin, weather_before, zoom
 from iolens.analyze.darshan.zoomin.advice import amdahl
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 from iolens.model.schema import METRICS
 from iolens.store import DuckDBStore
 from tests.analyze.darshan.zoomin_logs import example, job, shared

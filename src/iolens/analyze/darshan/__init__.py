@@ -13,8 +13,8 @@ from typing import Any
 
 from iolens.analyze.darshan import drishti, zoomin
 from iolens.analyze.darshan.rule import RuleContext
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 from iolens.store.base import Store
 
 #: Every code a Darshan diagnosis owns: a re-diagnosis replaces all of them.

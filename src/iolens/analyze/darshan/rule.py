@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Root-cause rules, one per file, each with a stable code. Registered here, in code order."""
 
-from iolens.analyze.findings.base import Finding, JobRule, findings_table
+from iolens.analyze.findings.base import JobRule
 from iolens.analyze.findings.iol001_n1_shared_file import N1SharedFile
 from iolens.analyze.findings.iol002_single_ost_shared_file import SingleOstSharedFile
 from iolens.analyze.findings.iol003_read_amplification import ReadAmplification
@@ -17,4 +17,4 @@ JOB_RULES: tuple[type[JobRule], ...] = (
     SlowerThanHistory,
 )
 
-__all__ = ["JOB_RULES", "Finding", "JobRule", "findings_table"]
+__all__ = ["JOB_RULES", "JobRule"]

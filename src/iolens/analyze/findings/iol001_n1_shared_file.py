@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from iolens.analyze.findings.base import Finding, GiB, JobRule
-from iolens.analyze.report import JobReport
+from iolens.analyze.findings.base import GiB, JobRule
+from iolens.analyze.jobreport import JobReport
+from iolens.model.finding import Finding
 
 MIN_PROCS = 32
 MIN_BYTES = 1 * GiB

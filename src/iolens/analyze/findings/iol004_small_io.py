@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from iolens.analyze.findings.base import Finding, JobRule
-from iolens.analyze.report import JobReport
+from iolens.analyze.findings.base import JobRule
+from iolens.analyze.jobreport import JobReport
+from iolens.model.finding import Finding
 
 MAX_AVG_REQUEST = 64 * 2**10
 MIN_OPS = 10_000

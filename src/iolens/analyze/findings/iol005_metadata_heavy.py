@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from iolens.analyze.findings.base import Finding, JobRule
-from iolens.analyze.report import JobReport
+from iolens.analyze.findings.base import JobRule
+from iolens.analyze.jobreport import JobReport
+from iolens.model.finding import Finding
 
 MIN_RATE = 300.0  # metadata ops/s during I/O phases (Beacon 4.1)
 

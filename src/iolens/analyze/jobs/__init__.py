@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from iolens.analyze.jobreport import JobReport
 from iolens.analyze.jobs import history, interference, phases
 from iolens.analyze.jobs.neighbours import neighbours
 from iolens.analyze.jobs.usage import EVERYTHING, Span
-from iolens.analyze.report import JobReport
 from iolens.store.base import Store
 
 MAX_NEIGHBOURS = 10

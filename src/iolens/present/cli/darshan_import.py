@@ -42,7 +42,8 @@ def import_darshan(
     as_json: JsonOption = False,
 ) -> None:
     """Import Darshan logs: jobs, files, counters, DXT and findings (re-imports are skipped)."""
-    from iolens.ingest.importers.darshan import ImportResult, import_logs, log_files, summarize
+    from iolens.ingest.importers.darshan import import_logs, log_files, summarize
+    from iolens.ingest.importers.darshan_context import ImportResult
 
     files = log_files(paths)
     if not files:
@@ -101,7 +102,7 @@ def _diagnoser(store: Store) -> Analyzer:
     """
     from iolens.analyze.darshan import CODES, analyze_log, site_context
     from iolens.analyze.darshan.zoomin import factors_table
-    from iolens.analyze.findings.base import findings_table
+    from iolens.model.finding import findings_table
 
     site = site_context(store)
 

@@ -35,7 +35,7 @@ def run_demo(
     serve: bool | None = None,
 ) -> None:
     from iolens.analyze import report
-    from iolens.present.cli.main import run_simulation
+    from iolens.present.cli.simulating import run_simulation
     from iolens.store import queries
 
     path = db or DEMO_DB
@@ -176,7 +176,7 @@ def show_web(
         return
     import uvicorn
 
-    from iolens.present.api import create_app
+    from iolens.present.web.app import create_app
     from iolens.store import DuckDBStore
 
     out.print(f"Serving the web UI on {base} (loopback only); Ctrl-C stops it.")

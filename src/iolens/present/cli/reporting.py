@@ -159,7 +159,7 @@ def _drishti_csv(store, job: str | None) -> str:
 
 
 def _findings_of(store, job_id: str) -> list:
-    from iolens.analyze.findings.base import Finding
+    from iolens.model.finding import Finding
 
     rows = store.query(
         "SELECT code, name, severity, evidence, recommendation, target FROM findings "

@@ -17,7 +17,7 @@ from iolens.present.cli import render
 from iolens.present.cli.app import JsonOption, err, out, progress
 
 if TYPE_CHECKING:
-    from iolens.store.dataset import SiteConfig
+    from iolens.store.site_config import SiteConfig
 
 DatasetOption = Annotated[
     Path | None,
@@ -40,7 +40,7 @@ SiteOption = Annotated[
 
 
 def site_config(site: Path | None) -> SiteConfig:
-    from iolens.store.dataset import SiteConfig, load_site
+    from iolens.store.site_config import SiteConfig, load_site
 
     return load_site(site) if site else SiteConfig()
 

@@ -67,8 +67,8 @@ def serve(
 
     _check_listen(host, port)
     from iolens.present.alerts import load_alerts_config
-    from iolens.present.api import create_app
     from iolens.present.scheduling import start_for_service
+    from iolens.present.web.app import create_app
     from iolens.present.web.auth import WebConfig, load_web_config
 
     alerts = load_alerts_config(alerts_config) if alerts_config else None

@@ -20,15 +20,17 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from iolens.ingest.http import IngestService
 from iolens.ingest.http import router as ingest_router
+from iolens.present import api
+from iolens.present.web import pages, rest, scope
 from iolens.present.web.accounts import Accounts, session_secret
 from iolens.present.web.auth import (
-    COOKIE,
     Authenticator,
     AuthError,
     LoginRedirect,
     Principal,
     WebConfig,
     authorize,
+    set_session,
 )
 from iolens.present.web.cache import PlotCache
 from iolens.store.base import Store
@@ -41,7 +43,7 @@ class Web:
     """What the routes share: the ingest service (writer), readers, cache, templates, auth."""
 
     service: IngestService
-    readers: Any  # iolens.present.api.Readers
+    readers: api.Readers
     cache: PlotCache
     env: Environment
     auth: Authenticator
@@ -178,9 +180,6 @@ def create_app(
     store: Store, tokens: Iterable[str] = (), config: WebConfig | None = None
 ) -> FastAPI:
     """The server on one store; `tokens` are the agent tokens, `config` the `[web]` table."""
-    from iolens.present import api
-    from iolens.present.web import pages, rest, scope
-
     service = IngestService(store, tokens)
     app = FastAPI(
         title="iolens",
@@ -264,9 +263,3 @@ def create_app(
         return resp
 
     return app
-
-
-def set_session(resp: Response, cookie: str, max_age: int, secure: bool) -> None:
-    resp.set_cookie(
-        COOKIE, cookie, max_age=max_age, httponly=True, samesite="lax", secure=secure, path="/"
-    )

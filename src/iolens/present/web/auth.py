@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlencode
 
-from fastapi import HTTPException, Request
+from fastapi import HTTPException, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from iolens.present.web.accounts import Accounts, User, valid_name
@@ -266,3 +266,10 @@ def safe_next(target: str | None) -> str:
     if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
         return "/"
     return target
+
+
+def set_session(resp: Response, cookie: str, max_age: int, secure: bool) -> None:
+    """Send the session cookie (`Authenticator.session_cookie`) with `resp`."""
+    resp.set_cookie(
+        COOKIE, cookie, max_age=max_age, httponly=True, samesite="lax", secure=secure, path="/"
+    )

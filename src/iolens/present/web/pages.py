@@ -1,8 +1,8 @@
 """The server-rendered pages: a user's jobs and job pages, the admins' system views.
 
 Each page reads through `scope` (the caller's jobs only; 404 for anyone else's) and the
-cached data of `data.py`; charts arrive as JSON for uPlot (time series, zoomable) or as
-SVG drawn on the server.
+cached data of `job_views.py`, `system_views.py` and `episode_views.py`; charts arrive as
+JSON for uPlot (time series, zoomable: `charts.py`) or as SVG drawn on the server.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from urllib.parse import parse_qs, urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from iolens.present.web import data, scope
-from iolens.present.web.auth import COOKIE, safe_next
+from iolens.present.web import charts, episode_views, job_views, scope, stamps, system_views
+from iolens.present.web.auth import COOKIE, safe_next, set_session
 from iolens.present.web.rest import (
     analyze_pending,
     culprits_for,
@@ -35,12 +35,14 @@ def router(web: Any) -> APIRouter:
 
     def job_data(store: Any, job_id: str) -> dict[str, Any]:
         return web.cache.get(
-            ("job", job_id), data.job_stamp(store, job_id), lambda: data.job_page(store, job_id)
+            ("job", job_id),
+            stamps.job_stamp(store, job_id),
+            lambda: job_views.job_page(store, job_id),
         )
 
     def system(name: str, build: Any, ttl: float = 60.0) -> Any:
         with web.readers.reader() as store:
-            return web.cache.get((name,), data.store_stamp(store), lambda: build(store), ttl)
+            return web.cache.get((name,), stamps.store_stamp(store), lambda: build(store), ttl)
 
     # -- logging in -----------------------------------------------------------------------
     @r.get("/login")
@@ -51,8 +53,6 @@ def router(web: Any) -> APIRouter:
 
     @r.post("/login")
     async def login(request: Request) -> Response:
-        from iolens.present.web.app import set_session
-
         form = parse_qs((await request.body()).decode(errors="replace"))
         token = (form.get("token") or [""])[0].strip()
         target = safe_next((form.get("next") or ["/"])[0])
@@ -122,7 +122,7 @@ def router(web: Any) -> APIRouter:
             )
             facets = web.cache.get(
                 ("facets", who.name, who.admin),
-                data.store_stamp(store),
+                stamps.store_stamp(store),
                 lambda: scope.facets(store, who),
             )
         params = {
@@ -171,8 +171,8 @@ def router(web: Any) -> APIRouter:
             d = job_data(store, job_id)
             history = web.cache.get(
                 ("history", job_id, None if who.admin else who.name),
-                data.job_stamp(store, job_id),
-                lambda: data.history(store, d["job"], None if who.admin else who.name),
+                stamps.job_stamp(store, job_id),
+                lambda: job_views.history(store, d["job"], None if who.admin else who.name),
             )
             culprits = culprits_for(store, who, d["culprits"])
         from iolens.present.web import svg
@@ -187,7 +187,7 @@ def router(web: Any) -> APIRouter:
             title=f"Job {job_id}",
             d=d,
             job=d["job"],
-            live=data.is_live(d["job"]),
+            live=job_views.is_live(d["job"]),
             history=history,
             strips=strips,
             culprits=culprits,
@@ -202,7 +202,7 @@ def router(web: Any) -> APIRouter:
             scope.visible_job(store, me_of(request), job_id)
             html = web.cache.get(
                 ("report", job_id),
-                data.job_stamp(store, job_id),
+                stamps.job_stamp(store, job_id),
                 lambda: html_report.render(store, job_id),
             )
         return HTMLResponse(html)
@@ -217,11 +217,11 @@ def router(web: Any) -> APIRouter:
             if kind is None:
                 return not_found(request, f"Job {job_id} did not use {component_id}.")
             t0, t1 = scope.job_window(job)
-            bands = [[data.epoch(job["start"]), data.epoch(job["end"] or t1), False]]
+            bands = [[charts.epoch(job["start"]), charts.epoch(job["end"] or t1), False]]
             chart = web.cache.get(
                 ("job-component", job_id, component_id, "page"),
-                data.job_stamp(store, job_id),
-                lambda: data.component_series(store, component_id, t0, t1, job_id, bands),
+                stamps.job_stamp(store, job_id),
+                lambda: charts.component_series(store, component_id, t0, t1, job_id, bands),
             )
         episodes = [e for e in d["episodes"] if e["component_id"] == component_id]
         return web.page(
@@ -268,9 +268,11 @@ def router(web: Any) -> APIRouter:
         except ValueError as exc:
             return web.page(request, "error.html", status=400, title="Bad time", error=str(exc))
         with web.readers.reader() as store:
-            stamp = data.store_stamp(store)
-            now = web.cache.get(("now", when), stamp, lambda: data.system_now(store, when), 10.0)
-            busiest = web.cache.get(("busiest",), stamp, lambda: data.busiest_minute(store))
+            stamp = stamps.store_stamp(store)
+            now = web.cache.get(
+                ("now", when), stamp, lambda: system_views.system_now(store, when), 10.0
+            )
+            busiest = web.cache.get(("busiest",), stamp, lambda: system_views.busiest_minute(store))
         return web.page(
             request, "admin_now.html", title="System now", now=now, at=at, busiest=busiest
         )
@@ -285,10 +287,12 @@ def router(web: Any) -> APIRouter:
             return web.page(request, "error.html", status=400, title="Bad window", error=str(exc))
         with web.readers.reader() as store:
             if t0 is None and t1 is None:  # the last day of data, as Beacon's Figure 5
-                last = data.latest_sample(store)
+                last = charts.latest_sample(store)
                 t0 = last - timedelta(hours=24) if last else None
             d = web.cache.get(
-                ("load", t0, t1), data.store_stamp(store), lambda: data.load_page(store, t0, t1)
+                ("load", t0, t1),
+                stamps.store_stamp(store),
+                lambda: system_views.load_page(store, t0, t1),
             )
         return web.page(
             request, "admin_load.html", title="Load by hour", d=d, since=since, until=until
@@ -298,14 +302,16 @@ def router(web: Any) -> APIRouter:
     def admin_anomalies(request: Request, kind: str | None = None) -> Response:
         ensure_components(web)
         with web.readers.reader() as store:
-            rows = data.episodes(store, kind or None)
+            rows = episode_views.episodes(store, kind or None)
         return web.page(request, "admin_anomalies.html", title="Anomalies", rows=rows, kind=kind)
 
     @r.get("/admin/anomalies/{key}")
     def admin_anomaly(request: Request, key: str) -> Response:
         with web.readers.reader() as store:
             d = web.cache.get(
-                ("episode", key), data.store_stamp(store), lambda: data.episode_detail(store, key)
+                ("episode", key),
+                stamps.store_stamp(store),
+                lambda: episode_views.episode_detail(store, key),
             )
         if d is None:
             return not_found(request, f"No anomaly episode {key}.")
@@ -313,29 +319,31 @@ def router(web: Any) -> APIRouter:
 
     @r.get("/admin/interference")
     def admin_interference(request: Request) -> Response:
-        d = system("interference", data.interference_page)
+        d = system("interference", system_views.interference_page)
         return web.page(request, "admin_interference.html", title="Interference", d=d)
 
     @r.get("/admin/mds")
     def admin_mds(request: Request) -> Response:
-        d = system("mds", data.mds_page)
+        d = system("mds", system_views.mds_page)
         return web.page(request, "admin_mds.html", title="Metadata server", d=d, v=d["view"])
 
     @r.get("/admin/switches")
     def admin_switches(request: Request) -> Response:
-        d = system("switches", data.switches_page)
+        d = system("switches", system_views.switches_page)
         return web.page(request, "admin_switches.html", title="Switches", d=d, v=d["view"])
 
     @r.get("/admin/top")
     def admin_top(request: Request) -> Response:
-        d = system("top", data.top_page)
+        d = system("top", system_views.top_page)
         return web.page(request, "admin_top.html", title="Top users and apps", d=d)
 
     @r.get("/admin/factors")
     def admin_factors(request: Request, app: str | None = None) -> Response:
         with web.readers.reader() as store:
             d = web.cache.get(
-                ("factors", app), data.store_stamp(store), lambda: data.factors_page(store, app)
+                ("factors", app),
+                stamps.store_stamp(store),
+                lambda: system_views.factors_page(store, app),
             )
         return web.page(request, "admin_factors.html", title="Factors", d=d)
 
@@ -350,8 +358,8 @@ def router(web: Any) -> APIRouter:
         with web.readers.reader() as store:
             d = web.cache.get(
                 ("component", component_id, t0, t1),
-                data.store_stamp(store),
-                lambda: data.admin_component(store, component_id, t0, t1),
+                stamps.store_stamp(store),
+                lambda: system_views.admin_component(store, component_id, t0, t1),
             )
         if d is None:
             return not_found(request, f"No component {component_id}.")

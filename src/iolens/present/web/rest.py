@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from iolens.errors import NotFound
 from iolens.present import views
 from iolens.present.cli.render import to_json
-from iolens.present.web import data, scope
+from iolens.present.web import charts, episode_views, job_views, scope, stamps, system_views
 from iolens.present.web.auth import Principal
 
 JOB_404 = "job {job_id} not found"
@@ -47,7 +47,9 @@ def router(web: Any) -> APIRouter:
 
     def job_data(store: Any, job_id: str) -> dict[str, Any]:
         return web.cache.get(
-            ("job", job_id), data.job_stamp(store, job_id), lambda: data.job_page(store, job_id)
+            ("job", job_id),
+            stamps.job_stamp(store, job_id),
+            lambda: job_views.job_page(store, job_id),
         )
 
     @r.get("/me")
@@ -105,7 +107,7 @@ def router(web: Any) -> APIRouter:
             scope.visible_job(store, who, job_id)
             body = web.cache.get(
                 ("api-job", job_id, layers),
-                data.job_stamp(store, job_id),
+                stamps.job_stamp(store, job_id),
                 lambda: to_json(views.job(store, job_id, layers=layers)),
             )
         return Response(body, media_type="application/json")
@@ -142,7 +144,7 @@ def router(web: Any) -> APIRouter:
         with web.readers.reader() as store:
             scope.visible_job(store, who, job_id)
             d = job_data(store, job_id)
-            return _json(data.history(store, d["job"], None if who.admin else who.name))
+            return _json(job_views.history(store, d["job"], None if who.admin else who.name))
 
     @r.get("/jobs/{job_id}/components/{component_id}")
     def job_component(request: Request, job_id: str, component_id: str) -> Response:
@@ -154,8 +156,8 @@ def router(web: Any) -> APIRouter:
             t0, t1 = scope.job_window(job)
             chart = web.cache.get(
                 ("job-component", job_id, component_id),
-                data.job_stamp(store, job_id),
-                lambda: data.component_series(store, component_id, t0, t1, job_id),
+                stamps.job_stamp(store, job_id),
+                lambda: charts.component_series(store, component_id, t0, t1, job_id),
             )
         return _json({"component": component_id, "since": t0, "until": t1, "series": chart})
 
@@ -196,7 +198,7 @@ def router(web: Any) -> APIRouter:
     def admin_now() -> Response:
         """Load of every forwarder, OST and MDS over the last minutes, by level."""
         with web.readers.reader() as store:
-            return _json(data.system_now(store))
+            return _json(system_views.system_now(store))
 
     @r.get("/admin/load")
     def admin_load(since: str | None = None, until: str | None = None) -> Response:
@@ -215,31 +217,31 @@ def router(web: Any) -> APIRouter:
         """`iolens anomalies --json`, newest first, each with the `key` of its page."""
         ensure_components(web)
         with web.readers.reader() as store:
-            return _json(data.episodes(store, kind))
+            return _json(episode_views.episodes(store, kind))
 
     @r.get("/admin/interference")
     def admin_interference() -> Response:
         """Every stored culprit -> victim pair, largest delay first."""
         with web.readers.reader() as store:
-            return _json(data.interference_page(store)["rows"])
+            return _json(system_views.interference_page(store)["rows"])
 
     @r.get("/admin/mds")
     def admin_mds(bin_s: int = Query(300, ge=10)) -> Response:
         """MDS load per bin, split into jobs and other clients."""
         with web.readers.reader() as store:
-            return _json(data.mds_page(store, bin_s)["view"])
+            return _json(system_views.mds_page(store, bin_s)["view"])
 
     @r.get("/admin/switches")
     def admin_switches() -> Response:
         """Switch traffic and how uneven it is."""
         with web.readers.reader() as store:
-            return _json(data.switches_page(store)["view"])
+            return _json(system_views.switches_page(store)["view"])
 
     @r.get("/admin/top")
     def admin_top(limit: int = Query(15, ge=1, le=1000)) -> Response:
         """Top users and applications by bytes moved."""
         with web.readers.reader() as store:
-            d = data.top_page(store, limit)
+            d = system_views.top_page(store, limit)
         return _json({"users": d["user"], "apps": d["app"]})
 
     @r.get("/admin/components/{component_id}/series")
@@ -252,7 +254,7 @@ def router(web: Any) -> APIRouter:
         except ValueError as exc:
             return _json({"detail": str(exc)}, 400)
         with web.readers.reader() as store:
-            chart = data.component_series(store, component_id, t0, t1)
+            chart = charts.component_series(store, component_id, t0, t1)
         if chart is None:
             return _json({"detail": f"no samples of {component_id}"}, 404)
         return _json(chart)
@@ -322,7 +324,7 @@ def analyze_pending(web: Any) -> None:
     """Analyse jobs without a summary first (as the CLI does), but look for them only when
     the store changed since the last look: on 100 k jobs the look itself costs ~50 ms."""
     with web.readers.reader() as store:
-        stamp = data.store_stamp(store)
+        stamp = stamps.store_stamp(store)
     if getattr(web, "checked_stamp", None) == stamp:
         return
     web.readers.analyze_pending()

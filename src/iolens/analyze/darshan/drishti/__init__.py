@@ -52,8 +52,8 @@ from iolens.analyze.darshan.drishti.stdio import StdioHeavy
 from iolens.analyze.darshan.drishti.stragglers import SharedDataImbalance, SharedTimeImbalance
 from iolens.analyze.darshan.drishti.unbalanced import UnbalancedWorkload
 from iolens.analyze.darshan.rule import RuleContext
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 #: one instance of every rule, in the column order of Drishti's `--csv` export
 RULES: tuple[DrishtiRule, ...] = (

@@ -21,8 +21,8 @@ from iolens.analyze.darshan.drishti.common import (
     uses_mpiio,
 )
 from iolens.analyze.darshan.rule import RuleContext
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 
 def aggregators(job: DarshanJob, ctx: RuleContext) -> dict[str, Any] | None:

@@ -14,8 +14,8 @@ import io
 from collections.abc import Iterable
 
 from iolens.analyze.darshan.drishti import DRISHTI_CODES
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 #: Drishti 0.8's column order
 COLUMNS = (

@@ -11,8 +11,8 @@ from typing import ClassVar
 from iolens.analyze.darshan.drishti import thresholds as T
 from iolens.analyze.darshan.drishti.common import DrishtiRule, total
 from iolens.analyze.darshan.rule import RuleContext
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 #: the (reads, writes) POSIX counters compared, by unit: one pair serves both directions
 COUNTERS = {

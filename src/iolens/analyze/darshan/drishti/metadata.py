@@ -14,8 +14,8 @@ from iolens.analyze.darshan.drishti import thresholds as T
 from iolens.analyze.darshan.drishti.common import DrishtiRule, per_file, top_files
 from iolens.analyze.darshan.drishti.hdf5 import collective_metadata, uses_hdf5
 from iolens.analyze.darshan.rule import RuleContext
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 
 def metadata_per_rank(job: DarshanJob) -> pd.Series:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from iolens.analyze.darshan.drishti.common import DrishtiRule, modules, uses_mpiio
 from iolens.analyze.darshan.drishti.stdio import interface_bytes
 from iolens.analyze.darshan.rule import RuleContext
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 
 class NoMpiio(DrishtiRule):

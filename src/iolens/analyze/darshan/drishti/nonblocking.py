@@ -18,8 +18,8 @@ from iolens.analyze.darshan.drishti.common import (
 )
 from iolens.analyze.darshan.drishti.hdf5 import async_vol, uses_hdf5
 from iolens.analyze.darshan.rule import RuleContext
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 
 class _Blocking(DrishtiRule):

@@ -20,8 +20,8 @@ from iolens.analyze.darshan.drishti.common import (
     total,
 )
 from iolens.analyze.darshan.rule import RuleContext
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 
 def pattern(job: DarshanJob, op: str) -> dict[str, int] | None:

@@ -16,8 +16,8 @@ from iolens.analyze.darshan.drishti.common import (
     per_rank,
 )
 from iolens.analyze.darshan.rule import RuleContext
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 
 class RankZeroHeavy(DrishtiRule):

@@ -22,8 +22,8 @@ from iolens.analyze.darshan.drishti.common import (
     top_files,
 )
 from iolens.analyze.darshan.rule import RuleContext
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 
 class _Redundant(DrishtiRule):

@@ -21,8 +21,8 @@ from iolens.analyze.darshan.drishti.common import (
 )
 from iolens.analyze.darshan.drishti.hdf5 import mpio_collective, uses_hdf5
 from iolens.analyze.darshan.rule import RuleContext
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 
 class _SmallRequests(DrishtiRule):

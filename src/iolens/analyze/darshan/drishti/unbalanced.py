@@ -12,8 +12,8 @@ from iolens.analyze.darshan.drishti import thresholds as T
 from iolens.analyze.darshan.drishti.common import DrishtiRule, per_rank, setstripe
 from iolens.analyze.darshan.drishti.hdf5 import no_fill
 from iolens.analyze.darshan.rule import RuleContext
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 
 class UnbalancedWorkload(DrishtiRule):

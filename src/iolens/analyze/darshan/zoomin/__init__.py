@@ -29,8 +29,8 @@ from iolens.analyze.darshan.zoomin.z07_fs_weather import BadWeather
 from iolens.analyze.darshan.zoomin.z08_file_per_process import FilePerProcess
 from iolens.analyze.darshan.zoomin.z09_read_caching import ReadCaching
 from iolens.analyze.darshan.zoomin.z10_wide_striping import BalancedWideStriping
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 #: The root causes of the paper's Table II, in its order (Z01 = cause 1, ...).
 RULES: tuple[type[DarshanRule], ...] = (

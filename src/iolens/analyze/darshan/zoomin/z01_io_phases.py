@@ -8,8 +8,8 @@ import statistics
 from iolens.analyze.darshan.rule import DarshanRule, RuleContext
 from iolens.analyze.darshan.zoomin.advice import gain, mb
 from iolens.analyze.darshan.zoomin.analysis import zoom
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 
 class TooManyPhases(DarshanRule):

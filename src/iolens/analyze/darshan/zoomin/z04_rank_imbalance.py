@@ -7,8 +7,8 @@ import numpy as np
 from iolens.analyze.darshan.rule import DarshanRule, RuleContext
 from iolens.analyze.darshan.zoomin.advice import gain, mb
 from iolens.analyze.darshan.zoomin.analysis import ZoomIn, zoom
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 
 def _rank_files(z: ZoomIn, rank: int, n: int = 5) -> list[dict[str, object]]:

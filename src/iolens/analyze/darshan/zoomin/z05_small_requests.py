@@ -6,8 +6,8 @@ import pandas as pd
 
 from iolens.analyze.darshan.rule import DarshanRule, RuleContext
 from iolens.analyze.darshan.zoomin.analysis import zoom
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 _SMALL = [f"POSIX_SIZE_{op}_{b}" for op in ("READ", "WRITE") for b in ("0_100", "100_1K")]
 

@@ -7,8 +7,8 @@ import pandas as pd
 from iolens.analyze.darshan.rule import DarshanRule, RuleContext
 from iolens.analyze.darshan.zoomin.advice import gain, mb, setstripe, stripe_count_for
 from iolens.analyze.darshan.zoomin.analysis import zoom
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 
 def _ratios(o: pd.DataFrame, key: str) -> tuple[int, float, float, float]:

@@ -7,8 +7,8 @@ import posixpath
 from iolens.analyze.darshan.rule import DarshanRule, RuleContext
 from iolens.analyze.darshan.zoomin.advice import mb
 from iolens.analyze.darshan.zoomin.analysis import zoom
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 #: Rank count above which one file per rank starts to load the metadata server.
 MANY_FILES = 10_000

@@ -5,8 +5,8 @@ from __future__ import annotations
 from iolens.analyze.darshan.rule import DarshanRule, RuleContext
 from iolens.analyze.darshan.zoomin.advice import mb
 from iolens.analyze.darshan.zoomin.analysis import zoom
-from iolens.analyze.findings.base import Finding
 from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
 
 
 class BalancedWideStriping(DarshanRule):

@@ -1,0 +1,93 @@
+"""What a per-job report holds (Beacon section 3.3); `report.py` builds it from the store.
+
+Apart from the builder so that the job rules, which read a report, do not depend on it:
+the builder labels a job's stored findings with the rules' titles (`catalog`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class Series:
+    """Per-second time series of the job's client I/O."""
+
+    origin: float  # epoch seconds of bin 0
+    read: np.ndarray  # bytes per bin
+    write: np.ndarray
+    ops: np.ndarray  # data ops per bin
+    md: np.ndarray  # metadata ops per bin
+
+    @property
+    def active(self) -> np.ndarray:
+        return (self.read > 0) | (self.write > 0) | (self.ops > 0) | (self.md > 0)
+
+
+@dataclass
+class JobReport:
+    job_id: str
+    user: str
+    app: str | None
+    state: str | None
+    start: datetime | None
+    end: datetime | None
+    runtime_s: float | None
+    nodes: int
+    nprocs: int | None
+    io_mode: str | None
+    read_bytes: int
+    write_bytes: int
+    read_ops: int
+    write_ops: int
+    read_bw_avg: float  # bytes/s over seconds with read activity
+    read_bw_peak: float  # max bytes/s in one second
+    write_bw_avg: float
+    write_bw_peak: float
+    iops_avg: float  # data ops/s over seconds with data activity
+    md_ops: int  # ops that reach the metadata server
+    md_ops_rate: float  # metadata ops/s over seconds with any I/O activity
+    io_time_s: float  # seconds with any I/O activity
+    io_procs: int
+    io_nodes: int
+    files: int
+    avg_request: float  # bytes per data op
+    forwarders: list[str]
+    osts: list[str]
+    layers: dict[str, dict[str, int]]
+    top_files: list[dict[str, Any]]  # the busiest data files: path, bytes, procs, osts
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    phases: list[dict[str, Any]] = field(default_factory=list)  # I/O phases (job_phases)
+    series: Series | None = None
+    # Set by the pipeline for the history rule (IOL006): anomalous phases, neighbours,
+    # culprits. Not part of the JSON report: the finding carries it as evidence.
+    history: dict[str, Any] | None = None
+    # The scheduler's node list (`nodes` is its length).
+    node_list: list[str] = field(default_factory=list)
+    # Client layers as traced (posix, stdio, mpiio): bytes and ops each layer saw. An
+    # MPI-IO call and the POSIX calls it causes describe the same bytes, so the totals
+    # above count each file's data and metadata ops from its lowest traced layer only.
+    io_layers: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Bandwidth as an application measures it: bytes of its data files / (end of the last
+    # op - start of the first), across all processes, timed at the outermost traced layer
+    # (MPI-IO calls when the job made them, else POSIX/STDIO). 0 without such I/O.
+    read_span_s: float = 0.0
+    write_span_s: float = 0.0
+    read_bw_span: float = 0.0
+    write_bw_span: float = 0.0
+    # What the topology could not say about this job (`analyze/topology.py`): pieces
+    # "osts", "forwarders", "load_levels", each with the components concerned, what is
+    # missing and the remedy. Empty lists above mean "none" only when this is empty.
+    gaps: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("series")
+        d.pop("history")
+        for k in ("start", "end"):
+            d[k] = d[k].isoformat() + "Z" if d[k] else None
+        return d

@@ -1,0 +1,143 @@
+"""Time series for the pages' uPlot charts: epoch times, downsampling to what a browser
+draws, and a component's load and latency over a period (the chart the job, episode and
+component pages share)."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from iolens.store.base import Store
+
+MiB = 2**20
+
+MAX_POINTS = 2000  # per time series sent to the browser
+
+
+def epoch(t: datetime | str | None) -> float | None:
+    if t is None:
+        return None
+    if isinstance(t, str):
+        t = datetime.fromisoformat(t.replace("Z", "+00:00"))
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=UTC)
+    return t.timestamp()
+
+
+def naive(t: datetime) -> datetime:
+    return t.astimezone(UTC).replace(tzinfo=None) if t.tzinfo else t
+
+
+def naive_t(t: str | datetime | None) -> datetime | None:
+    if t is None:
+        return None
+    if isinstance(t, str):
+        return naive(datetime.fromisoformat(t.replace("Z", "+00:00")))
+    return naive(t)
+
+
+def _clean(values: Any) -> list[float | None]:
+    out: list[float | None] = []
+    for v in values:
+        f = float(v) if v is not None else None
+        out.append(f if f is not None and math.isfinite(f) else None)
+    return out
+
+
+def downsample(x0: float, step: float, arrays: list[np.ndarray]) -> tuple[list[float], list[Any]]:
+    """Means over groups of bins so at most MAX_POINTS remain; x at each group's start."""
+    n = len(arrays[0]) if arrays else 0
+    k = max(1, math.ceil(n / MAX_POINTS))
+    m = math.ceil(n / k) if n else 0
+    out = []
+    for a in arrays:
+        pad = np.zeros(m * k)
+        pad[:n] = a
+        out.append((pad.reshape(m, k).sum(axis=1) / (k * step)).round(3).tolist())
+    return [x0 + i * k * step for i in range(m)], out
+
+
+def latest_sample(store: Store) -> datetime | None:
+    return store.query("SELECT max(ts) AS t FROM server_samples").column("t")[0].as_py()
+
+
+def component_series(
+    store: Store,
+    component_id: str,
+    start: datetime | None,
+    end: datetime | None,
+    job_id: str | None = None,
+    bands: list[list[Any]] | None = None,
+) -> dict[str, Any] | None:
+    """A component's load over [start, end): bytes/s (ops/s for metadata servers), its
+    request service time and, with `job_id`, that job's share. None without samples."""
+    cond, params = "component_id = ?", [component_id]
+    if start is not None:
+        cond += " AND ts > ?"
+        params.append(start)
+    if end is not None:
+        cond += " AND ts <= ?"
+        params.append(end)
+    span = store.query(
+        f"SELECT min(ts) AS t0, max(ts) AS t1, any_value(kind) AS kind FROM server_samples "
+        f"WHERE {cond} AND job_id IS NULL",
+        params,
+    ).to_pylist()[0]
+    if span["t0"] is None:
+        return None
+    seconds = max(1.0, (span["t1"] - span["t0"]).total_seconds())
+    step = max(1, math.ceil(seconds / 720))
+    meta = span["kind"] in ("mds", "mdt")
+    amount = "md_ops" if meta else "coalesce(read_bytes, 0) + coalesce(write_bytes, 0)"
+    scale = 1.0 if meta else float(MiB)
+    t0 = epoch(span["t0"]) or 0.0
+    job_cond = "job_id = ?" if job_id else "false"
+    rows = store.query(
+        f"""
+        SELECT CAST(floor((epoch(ts) - ?) / ?) AS BIGINT) AS b,
+               sum({amount}) FILTER (WHERE job_id IS NULL)::DOUBLE AS total,
+               sum(interval_s) FILTER (WHERE job_id IS NULL) AS secs,
+               sum({amount}) FILTER (WHERE {job_cond})::DOUBLE AS mine,
+               avg(service_us) FILTER (WHERE job_id IS NULL) AS service_us,
+               avg(wait_us) FILTER (WHERE job_id IS NULL) AS wait_us
+        FROM server_samples WHERE {cond}
+        GROUP BY b ORDER BY b
+        """,
+        [t0, step, *([job_id] if job_id else []), *params],
+    ).to_pylist()
+    n = (rows[-1]["b"] + 1) if rows else 0
+    total, mine, service, wait = (np.full(n, np.nan) for _ in range(4))
+    for r in rows:
+        b = int(r["b"])
+        secs = float(r["secs"] or step)
+        total[b] = (r["total"] or 0.0) / secs / scale
+        mine[b] = (r["mine"] or 0.0) / secs / scale
+        service[b] = r["service_us"] if r["service_us"] is not None else np.nan
+        wait[b] = r["wait_us"] if r["wait_us"] is not None else np.nan
+    unit = "ops/s" if meta else "MiB/s"
+    series = [{"label": f"all clients {unit}", "color": "#555", "values": _clean(total)}]
+    if job_id:
+        series.append({"label": f"job {job_id} {unit}", "color": "#2ca02c", "values": _clean(mine)})
+    if not np.all(np.isnan(service)):
+        series.append(
+            {
+                "label": "service time µs",
+                "color": "#d62728",
+                "values": _clean(service),
+                "scale": "us",
+            }
+        )
+    if not np.all(np.isnan(wait)):
+        series.append(
+            {"label": "queue wait µs", "color": "#e377c2", "values": _clean(wait), "scale": "us"}
+        )
+    return {
+        "title": f"{component_id}: load and request latency ({step} s bins)",
+        "x": [t0 + i * step for i in range(n)],
+        "bands": bands or [],
+        "yLabel": unit,
+        "series": series,
+    }
