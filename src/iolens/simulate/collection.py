@@ -189,9 +189,10 @@ class Collection:
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
 
-    def _advance(self, k: int) -> Iterator[tuple[Host, float]]:
+    def advance(self, k: int) -> list[tuple[Host, float]]:
         """Move every host to round k; (host, its clock) for those whose round arrives."""
         d = self.disturbances
+        arrived = []
         for h in self.hosts:
             t = self.clock(h.name, k)
             if k in d.resets[h.name]:
@@ -199,7 +200,8 @@ class Collection:
             if k > 0:
                 h.advance(k, t)
             if not d.missing[h.name][k]:
-                yield h, t
+                arrived.append((h, t))
+        return arrived
 
     def _rounds(self, path: str, workdir: Path | None) -> Iterator[Batch]:
         if path == "direct":
@@ -214,7 +216,7 @@ class Collection:
             trees[h.name] = Tree(workdir / h.name)
             agents[h.name] = Agent(h.name, workdir / h.name, real_sources(h), clock=clock)
         for k in range(self.rounds.count):
-            for h, t in self._advance(k):
+            for h, t in self.advance(k):
                 now[h.name] = t
                 trees[h.name].update(h.files(t))
                 batch = agents[h.name].collect_round()
@@ -232,7 +234,7 @@ class Collection:
             arrived: list[list[str]] = []
             for k in range(first, min(first + chunk, self.rounds.count)):
                 names = []
-                for h, t in self._advance(k):
+                for h, t in self.advance(k):
                     agents[h.name].add(t, h.readings())
                     names.append(h.name)
                 arrived.append(names)

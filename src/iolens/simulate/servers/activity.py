@@ -25,7 +25,7 @@ import numpy as np
 from iolens.simulate.engine import MD_OPS_PER_FILE, THRASH_AMPLIFICATION, EngineResult, PhaseRun
 from iolens.simulate.topology import Topology
 
-PAGE = 4096
+PAGE = 4096  # bytes; brw_stats counts RPCs by pages
 RPC_MAX = 1 << 20  # Lustre's default max_pages_per_rpc (256 pages): 1 MiB bulk RPCs
 CLIENT_PING_S = 25.0  # every client pings every target about every obd_timeout / 4 seconds
 
@@ -47,12 +47,6 @@ class Rounds:
     def of_second(self, second: np.ndarray) -> np.ndarray:
         """The round that reports what happened during each engine second."""
         return np.ceil((np.asarray(second) + 1) / self.interval).astype(np.int64)
-
-    def seconds(self, k: int) -> tuple[int, int]:
-        """Engine seconds [lo, hi) that round k reports."""
-        lo = int(np.ceil((k - 1) * self.interval)) if k > 0 else 0
-        hi = int(np.ceil(k * self.interval)) if k > 0 else 0
-        return lo, hi
 
 
 @dataclass
@@ -105,26 +99,30 @@ def rank_progress(p: PhaseRun) -> np.ndarray:
     return np.diff(per_rank, axis=1, prepend=0)
 
 
-def ost_split(p: PhaseRun, per_rank: np.ndarray, n_ost: int) -> np.ndarray:
-    """Per OST and second, each rank's values split evenly over its file's stripes (the
-    remainder to the first stripes, so the integers add up)."""
-    out = np.zeros((n_ost, per_rank.shape[1]), np.int64)
+def ost_split(p: PhaseRun, units: np.ndarray, n_ost: int) -> np.ndarray:
+    """Per OST and second, each rank's units (requests, RPCs, files) dealt round-robin over
+    its file's stripes from the stripe of its first offset, as consecutive stripe-sized
+    requests land: whole numbers, each on exactly one OST."""
+    out = np.zeros((n_ost, units.shape[1]), np.int64)
     stripes = [p.ost_of_file[int(f)] for f in p.spec.file_idx]
     widths = np.array([len(x) for x in stripes])
+    stripe_size = np.array([p.job.files[int(f)].stripe_size for f in p.spec.file_idx])
+    first = (p.spec.offset0 // stripe_size) % widths
+    done = np.cumsum(units, axis=1)
     for k in np.unique(widths):
         rows = np.nonzero(widths == k)[0]
-        base, rem = np.divmod(per_rank[rows], k)
         for j in range(k):
+            shift = ((j - first[rows]) % k)[:, None]
+            landed = np.maximum(0, done[rows] - shift + k - 1) // k
             ost = np.array([stripes[r][j] for r in rows])
-            np.add.at(out, ost, base + (rem > j))
+            np.add.at(out, ost, np.diff(landed, axis=1, prepend=0))
     return out
 
 
 def rpc_size(request: int, stripe_size: int) -> int:
-    """Bytes per bulk RPC of `request`-byte requests: whole pages, at most one stripe and
-    `RPC_MAX` (the client cuts larger requests; it does not merge small ones here)."""
-    pages = -(-min(request, stripe_size, RPC_MAX) // PAGE)
-    return min(pages * PAGE, RPC_MAX)
+    """Bytes per bulk RPC of `request`-byte requests: the client cuts a request at stripe
+    boundaries and at `RPC_MAX` (and does not merge small ones here)."""
+    return min(request, stripe_size, RPC_MAX)
 
 
 class _Rows:
@@ -198,10 +196,11 @@ class ActivityBuilder:
         meta = s.kind == "meta"
         write = meta or s.kind == "write"
         stripe_size = min(p.job.files[int(f)].stripe_size for f in np.unique(s.file_idx))
-        rpc = rpc_size(s.size, stripe_size)
-        per_request = -(-s.size // rpc)
-        nbytes = ost_split(p, R * s.size, len(topo.osts))
+        per_request = -(-s.size // rpc_size(s.size, stripe_size))
+        assert s.size % per_request == 0, "requests split into equal RPCs"
+        rpc = s.size // per_request
         rpcs = ost_split(p, R * per_request, len(topo.osts))
+        nbytes = rpcs * rpc
         routed = np.zeros((n_fwd, d), np.int64)
         np.add.at(routed, fwd, R * s.size)
         routed_rpcs = np.zeros((n_fwd, d), np.int64)

@@ -75,7 +75,7 @@ class Ost:
         self.stats[f"{op}_bytes"].add(n, nbytes, rpc_bytes, rpc_bytes, n * rpc_bytes * rpc_bytes)
         self.stats[op].add_mean(n, mean_us, REQUEST_SPREAD)
         self.brw[BRW_SECTION].add(log2_bucket(rpc_bytes / PAGE), write, n)
-        self.brw["disk I/O size"].add(log2_bucket(rpc_bytes), write, n)
+        self.brw["disk I/O size"].add(log2_bucket(max(rpc_bytes, PAGE)), write, n)
         median_ms = mean_us / 1000 / np.exp(REQUEST_SPREAD**2 / 2)
         counts = spread_counts(n, median_ms, REQUEST_SPREAD, IO_TIME_BUCKETS)
         for bucket, c in zip(IO_TIME_BUCKETS, counts, strict=True):
