@@ -34,8 +34,6 @@ import pyarrow.compute as pc
 from iolens.collect.agent import Agent
 from iolens.collect.base import Source
 from iolens.collect.sources.infiniband import InfinibandSource
-from iolens.collect.sources.lustre_mds import LustreMdsSource
-from iolens.collect.sources.lustre_oss import LustreOssSource
 from iolens.collect.sources.node import NodeSource
 from iolens.model.batch import Batch
 from iolens.simulate.engine import EngineResult
@@ -57,6 +55,8 @@ class Host(Protocol):
 
     name: str
     role: str
+    #: The agent sources particular to the role (`node` and `infiniband` run everywhere).
+    sources: list[type[Source]]
 
     def boot(self, now: float, rng: np.random.Generator) -> None: ...
     def reset(self, now: float) -> None: ...
@@ -91,16 +91,13 @@ class Disturbances:
 
 
 def real_sources(host: Host) -> list[Source]:
-    """The sources a real node of the host's role runs, built as the agent's runner does."""
-    name, role = host.name, host.role
-    own: list[Source]
-    if role == "oss":
-        own = [LustreOssSource(name)]
-    elif role == "mds":
-        own = [LustreMdsSource(name)]
-    else:
-        own = [cls(name, role) for cls in host.sources]  # type: ignore[attr-defined,call-arg]
-    return [NodeSource(name, role), InfinibandSource(name), *own]
+    """The sources a real node of the host's role runs, built as the agent's runner builds
+    them (the role goes to those that take one)."""
+    own = [
+        cls(host.name, host.role) if getattr(cls, "takes_role", False) else cls(host.name)  # type: ignore[call-arg]
+        for cls in host.sources
+    ]
+    return [NodeSource(host.name, host.role), InfinibandSource(host.name), *own]
 
 
 def memory_dir() -> str | None:
@@ -121,8 +118,12 @@ class Tree:
 
     def update(self, files: dict[str, str]) -> None:
         for rel in [r for r in self.written if r not in files]:
-            (self.root / rel).unlink()
+            path = self.root / rel
+            path.unlink()
             del self.written[rel]
+            if not any(path.parent.iterdir()):  # an export gone: its directory too
+                path.parent.rmdir()
+                self.dirs.discard(path.parent)
         for rel, text in files.items():
             if self.written.get(rel) == text:
                 continue

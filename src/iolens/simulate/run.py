@@ -123,7 +123,25 @@ class Simulation:
     jobs: list[JobSpec]
     result: EngineResult
     truth: dict[str, Any] = field(default_factory=dict)
-    collection: Collection | None = None
+    _collection: Collection | None = field(default=None, repr=False)
+
+    @property
+    def collection(self) -> Collection:
+        """The server hosts and their agents (built on first use: the truth needs none)."""
+        if self._collection is None:
+            c = self.config
+            storm = next((f for f in self.result.faults if f.kind == "metadata_storm"), None)
+            self._collection = Collection(
+                self.topology,
+                self.result,
+                start=c.start.timestamp(),
+                interval=c.agent_interval_s,
+                realism=c.effective_realism(),
+                seed=c.seed,
+                storm_id=storm.extra.get("job_stats_id") if storm else None,
+                forwarder_export=c.forwarder_export,
+            )
+        return self._collection
 
     @property
     def base_us(self) -> int:
@@ -164,7 +182,6 @@ class Simulation:
         yield "topology", self.site_batch()
         yield "scheduler", Batch("simulator:slurm", jobs=emitter.jobs_table())
         yield from self.client_batches(emitter)
-        assert self.collection is not None
         for batch in self.collection.batches(self.config.collect, workdir):
             yield batch.source, batch
 
@@ -192,8 +209,7 @@ class Simulation:
     def batch_count(self) -> int:
         """How many batches `batches()` yields at most (for progress bars)."""
         c = self.collection
-        rounds = c.rounds.count * len(c.hosts) if c else 0
-        return 2 + len(self.result.jobs) + rounds
+        return 2 + len(self.result.jobs) + c.rounds.count * len(c.hosts)
 
 
 def simulate(config: SimConfig) -> Simulation:
@@ -207,18 +223,7 @@ def simulate(config: SimConfig) -> Simulation:
         rng, config.nodes, config.hours, diurnal=realism.diurnal, start_hour=start_hour
     )
     result = Engine(topo, faults, np.random.default_rng(config.seed + 1)).run(jobs, horizon)
-    storm = next((f for f in faults if f.kind == "metadata_storm"), None)
     sim = Simulation(config, topo, jobs, result)
-    sim.collection = Collection(
-        topo,
-        result,
-        start=config.start.timestamp(),
-        interval=config.agent_interval_s,
-        realism=realism,
-        seed=config.seed,
-        storm_id=storm.extra.get("job_stats_id") if storm else None,
-        forwarder_export=config.forwarder_export,
-    )
     sim.truth = ground_truth(sim)
     return sim
 

@@ -20,10 +20,12 @@ and per-opcode handling times, client pings included), its threads, /proc and HC
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import ClassVar
 
 import numpy as np
 
-from iolens.collect.sources.lustre_mds import DATA_COUNTERS, MDT_OPS
+from iolens.collect.base import Source
+from iolens.collect.sources.lustre_mds import DATA_COUNTERS, MDT_OPS, LustreMdsSource
 from iolens.simulate.servers import Raw, lustre_text, raw
 from iolens.simulate.servers.activity import Activity, iter_rounds
 from iolens.simulate.servers.counters import Stat
@@ -60,6 +62,7 @@ class MdsHost:
     """The MDS with its MDT."""
 
     role = "mds"
+    sources: ClassVar[list[type[Source]]] = [LustreMdsSource]
 
     def __init__(
         self, topo: Topology, activity: Activity, model: ServiceModel, rng: np.random.Generator

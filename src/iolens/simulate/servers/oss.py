@@ -26,10 +26,12 @@ job's `[usecs]` follow both the OST's state and its own access pattern.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import ClassVar
 
 import numpy as np
 
-from iolens.collect.sources.lustre_oss import BRW_PREFIX, BRW_SECTION, OST_MD_OPS
+from iolens.collect.base import Source
+from iolens.collect.sources.lustre_oss import BRW_PREFIX, BRW_SECTION, OST_MD_OPS, LustreOssSource
 from iolens.simulate.engine import N1_OST_PENALTY
 from iolens.simulate.servers import Raw, lustre_text, raw
 from iolens.simulate.servers.activity import PAGE, Activity, iter_rounds
@@ -89,6 +91,7 @@ class OssHost:
     `readings` is what the agent's sources read from those files."""
 
     role = "oss"
+    sources: ClassVar[list[type[Source]]] = [LustreOssSource]
 
     def __init__(
         self,
