@@ -30,7 +30,7 @@ from iolens.simulate.servers import Raw, lustre_text, raw
 from iolens.simulate.servers.activity import Activity, iter_rounds
 from iolens.simulate.servers.counters import Stat
 from iolens.simulate.servers.lustre import Capacity, JobTable, Service, printed
-from iolens.simulate.servers.model import REQUEST_SPREAD, ServiceModel, queue
+from iolens.simulate.servers.model import REQUEST_SPREAD, ServiceModel, adaptive_timeout, queue
 from iolens.simulate.servers.node import IbPart, NodePart, Work
 from iolens.simulate.topology import Topology
 
@@ -44,6 +44,9 @@ OPCODES = {
     "statfs": "mds_statfs",
 }
 MD_OPS = tuple(op for op in lustre_text.MDT_JOB_OPS if op not in DATA_COUNTERS)
+RPC_OVERHEAD_US = 10.0  # a service thread's unpacking and replying around the MDT's time
+PING_US = 8.0  # an `obd_ping` (real idle MDSs: 4-10 us)
+REQUEST_BYTES, REPLY_BYTES = 400, 600  # a metadata RPC on the wire, each way
 
 
 def md_stats() -> dict[str, Stat]:
@@ -127,7 +130,27 @@ class MdsHost:
         self.service.clear()
 
     def advance(self, k: int, now: float) -> None:
-        model, interval = self.model, self.interval
+        """Round k's metadata operations, stamped `now` by this host's clock."""
+        per_op = self._operations(k, now)
+        mean = {op: self.model.md_us(k, op) for op in per_op}
+        handled = {OPCODES[op]: (n, mean[op] + RPC_OVERHEAD_US) for op, n in per_op.items()}
+        handled["obd_ping"] = (int(self.pings[k]), PING_US)
+        n = sum(c for c, _ in handled.values())
+        service_us = sum(c * m for c, m in handled.values()) / n if n else 0.0
+        util = float(self.model.mds.util[k, 0])
+        offered = float(self.model.mds.offered[k, 0])
+        q = queue(n, service_us, self.interval, self.service.threads_started, util, offered)
+        self.service.serve(handled, q, adaptive_timeout(service_us + q.wait_us))
+        self.node.advance(
+            self.interval,
+            Work(busy=0.03 + 0.7 * util, iowait=0.05 * util, threads=q.active - 1 + q.depth),
+        )
+        ops = sum(per_op.values())
+        self.ib.advance(self.interval, {"mlx5_0": (ops * REPLY_BYTES, ops * REQUEST_BYTES, util)})
+
+    def _operations(self, k: int, now: float) -> dict[str, int]:
+        """Round k's operations into md_stats, job_stats and the clients' exports; their
+        count per operation."""
         per_op: dict[str, int] = {}
         per_job: dict[tuple[str, str], int] = {}
         per_client: dict[tuple[str, str], int] = {}
@@ -136,35 +159,21 @@ class MdsHost:
             if job is not None:
                 per_job[job, op] = per_job.get((job, op), 0) + n
             per_client[client, op] = per_client.get((client, op), 0) + n
-        mean = {op: model.md_us(k, op) for op in per_op}
+        mean = {op: self.model.md_us(k, op) for op in per_op}
         for op, n in per_op.items():
             self.stats[op].add_mean(n, mean[op], REQUEST_SPREAD)
         for (job, op), n in per_job.items():
-            self.jobs.entry(job, now, interval).stat(op).add_mean(n, mean[op], REQUEST_SPREAD)
+            entry = self.jobs.entry(job, now, self.interval)
+            entry.stat(op).add_mean(n, mean[op], REQUEST_SPREAD)
         self.active = {self.topo.login}
         for (client, op), n in per_client.items():
             export = self.exports.get(client)
-            if export is None:
-                export = self.exports[client] = Export(now - interval / 2)
+            if export is None:  # connected somewhere inside the round
+                export = self.exports[client] = Export(now - self.interval / 2)
             export.stats[op].add_mean(n, mean[op], REQUEST_SPREAD)
             self.active.add(client)
         self.jobs.cleanup(now)
-        handled = {OPCODES[op]: (n, mean[op] + 10.0) for op, n in per_op.items()}
-        pings = int(self.pings[k])
-        handled["obd_ping"] = (pings, 8.0)
-        n = sum(c for c, _ in handled.values())
-        service_us = sum(c * m for c, m in handled.values()) / n if n else 0.0
-        util = float(model.mds.util[k, 0])
-        offered = float(model.mds.offered[k, 0])
-        q = queue(n, service_us, interval, self.service.threads_started, util, offered)
-        timeout = max(1, int(np.ceil((service_us + q.wait_us) * 4 / 1e6)))
-        self.service.serve(handled, q, timeout)
-        self.node.advance(
-            interval,
-            Work(busy=0.03 + 0.7 * util, iowait=0.05 * util, threads=q.active - 1 + q.depth),
-        )
-        md = sum(per_op.values())
-        self.ib.advance(interval, {"mlx5_0": (md * 600, md * 400, util)})
+        return per_op
 
     # -- the two ways out -------------------------------------------------------------------
     def files(self, now: float) -> dict[str, str]:

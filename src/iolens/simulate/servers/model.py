@@ -154,3 +154,10 @@ def queue(
         backlog = c * min(MAX_BACKLOG, max(0.0, offered - 1.0))
         wait += backlog / rate * 1e6
     return Queue(float(wait), float(rate * wait / 1e6), float(1.0 + min(busy, c)), c)
+
+
+def adaptive_timeout(request_us: float) -> int:
+    """The adaptive timeout (`req_timeout`, whole seconds, at least 1) a service advertises
+    when a request takes `request_us` to queue and serve: Lustre's AT keeps a margin over
+    the slowest service it has seen; here four times this round's."""
+    return max(1, int(np.ceil(request_us * 4 / 1e6)))

@@ -37,7 +37,14 @@ from iolens.simulate.servers import Raw, lustre_text, raw
 from iolens.simulate.servers.activity import PAGE, Activity, iter_rounds
 from iolens.simulate.servers.counters import Histogram, Stat, log2_bucket, spread_counts
 from iolens.simulate.servers.lustre import Capacity, JobTable, Service, printed
-from iolens.simulate.servers.model import OST_OP_US, REQUEST_SPREAD, ServiceModel, queue
+from iolens.simulate.servers.model import (
+    OST_OP_US,
+    REQUEST_SPREAD,
+    Queue,
+    ServiceModel,
+    adaptive_timeout,
+    queue,
+)
 from iolens.simulate.servers.node import IbPart, NodePart, Work
 
 OST_STATS = tuple(
@@ -50,6 +57,7 @@ BRW_SECTIONS = (
 )
 IO_TIME_BUCKETS = [1 << i for i in range(13)]  # 1 ms .. 4 s
 STATFS_EVERY_S = 5.0  # the MDS's OSP polls each OST's free space
+RPC_OVERHEAD_US = 15.0  # a service thread's unpacking and replying around the OST's time
 
 
 class Ost:
@@ -111,7 +119,6 @@ class OssHost:
         self.start = 0.0  # when the counters started: set by `boot`
         self._rows = self._index(activity)
         self._ops = self._op_rows(activity)
-        self._timeout = 1
 
     def _index(self, a: Activity) -> dict[int, list[tuple]]:
         """This host's RPC rows by round: (ost, job, write, rpc bytes, rpcs, bytes, mean us)."""
@@ -179,13 +186,26 @@ class OssHost:
 
     def advance(self, k: int, now: float) -> None:
         """Round k's requests, stamped `now` by this host's clock."""
-        model, interval = self.model, self.interval
+        handled, sent, received = self._bulk(k, now)
+        self._object_ops(k, now)
+        ids = list(self.osts)
+        util = float(np.mean(self.model.osts.util[k, ids]))
+        q = self._serve(handled, util, float(np.max(self.model.osts.offered[k, ids])))
+        self.node.advance(
+            self.interval,
+            Work(busy=0.05 + 0.5 * util, iowait=0.3 * util, threads=q.active - 1 + q.depth),
+        )
+        self.ib.advance(self.interval, {"mlx5_0": (sent, received, util)})
+
+    def _bulk(self, k: int, now: float) -> tuple[dict[str, list[float]], int, int]:
+        """Round k's bulk RPCs into the OSTs' and the jobs' counters; per opcode (RPCs,
+        total us) for the service, and the bytes sent and received."""
         handled = {"ost_read": [0, 0.0], "ost_write": [0, 0.0]}
         sent = received = 0
         for ost_i, job, write, rpc_bytes, n, nbytes, mean_us in self._rows.get(k, []):
             ost = self.osts[ost_i]
             ost.rpcs(write, n, rpc_bytes, nbytes, mean_us)
-            entry = ost.jobs.entry(job, now, interval)
+            entry = ost.jobs.entry(job, now, self.interval)
             op = "write" if write else "read"
             entry.stat(f"{op}_bytes").add(n, nbytes, rpc_bytes, rpc_bytes, n * rpc_bytes**2)
             entry.stat(op).add_mean(n, mean_us, REQUEST_SPREAD)
@@ -198,40 +218,40 @@ class OssHost:
                 received += nbytes
             else:
                 sent += nbytes
+        return handled, sent, received
+
+    def _object_ops(self, k: int, now: float) -> None:
+        """Unlinks destroying objects (a job's), and the MDS polling free space."""
+        factor = self.model.osts.factor
         for ost_i, job, op, n in self._ops.get(k, []):
             ost = self.osts[ost_i]
-            mean_us = OST_OP_US[op] * float(model.osts.factor[k, ost_i])
+            mean_us = OST_OP_US[op] * float(factor[k, ost_i])
             ost.stats[op].add_mean(n, mean_us, REQUEST_SPREAD)
             if job is not None:
-                ost.jobs.entry(job, now, interval).stat(op).add_mean(n, mean_us, REQUEST_SPREAD)
+                entry = ost.jobs.entry(job, now, self.interval)
+                entry.stat(op).add_mean(n, mean_us, REQUEST_SPREAD)
         for i, ost in self.osts.items():
-            ost.statfs_due -= interval
+            ost.statfs_due -= self.interval
             n = 0
             while ost.statfs_due <= 0:
                 ost.statfs_due += STATFS_EVERY_S
                 n += 1
-            ost.stats["statfs"].add_mean(
-                n, OST_OP_US["statfs"] * float(model.osts.factor[k, i]), REQUEST_SPREAD
-            )
+            mean_us = OST_OP_US["statfs"] * float(factor[k, i])
+            ost.stats["statfs"].add_mean(n, mean_us, REQUEST_SPREAD)
             ost.jobs.cleanup(now)
-        n = handled["ost_read"][0] + handled["ost_write"][0]
+
+    def _serve(self, handled: dict[str, list[float]], util: float, offered: float) -> Queue:
+        """The `ost_io` service over the round: its queue, and each RPC's handling time
+        (the OST's own time plus unpacking and replying)."""
+        n = int(handled["ost_read"][0] + handled["ost_write"][0])
         service_us = (handled["ost_read"][1] + handled["ost_write"][1]) / n if n else 0.0
-        ids = list(self.osts)
-        util = float(np.mean(model.osts.util[k, ids]))
-        offered = float(np.max(model.osts.offered[k, ids]))
-        q = queue(n, service_us, interval, self.service.threads_started, util, offered)
-        self._timeout = max(1, int(np.ceil((service_us + q.wait_us) * 4 / 1e6)))
-        overhead = 15.0  # RPC unpacking and reply around the OST's own time
+        q = queue(n, service_us, self.interval, self.service.threads_started, util, offered)
         self.service.serve(
-            {op: (c, total / c + overhead) for op, (c, total) in handled.items() if c},
+            {op: (int(c), total / c + RPC_OVERHEAD_US) for op, (c, total) in handled.items() if c},
             q,
-            self._timeout,
+            adaptive_timeout(service_us + q.wait_us),
         )
-        self.node.advance(
-            interval,
-            Work(busy=0.05 + 0.5 * util, iowait=0.3 * util, threads=q.active - 1 + q.depth),
-        )
-        self.ib.advance(interval, {"mlx5_0": (sent, received, util)})
+        return q
 
     # -- the two ways out -------------------------------------------------------------------
     def files(self, now: float) -> dict[str, str]:
