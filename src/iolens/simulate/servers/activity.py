@@ -28,6 +28,9 @@ from iolens.simulate.topology import Topology
 PAGE = 4096  # bytes; brw_stats counts RPCs by pages
 RPC_MAX = 1 << 20  # Lustre's default max_pages_per_rpc (256 pages): 1 MiB bulk RPCs
 CLIENT_PING_S = 25.0  # every client pings every target about every obd_timeout / 4 seconds
+#: What a meta phase (mdtest-like) does to each file it creates, as the MDT counts it.
+META_OPS = ("open", "getattr", "close", "unlink")
+assert len(META_OPS) == MD_OPS_PER_FILE
 
 
 @dataclass(frozen=True)
@@ -185,25 +188,27 @@ class ActivityBuilder:
         return cuts, rnd[cuts]
 
     def _phase(self, first_node: int, p: PhaseRun) -> None:
-        s, topo = p.spec, self.topo
         R = rank_progress(p)
-        d = R.shape[1]
-        cuts, rnds = self._round_cuts(p.start, d)
-        node = first_node + s.ranks // p.job.ppn
-        fwd = topo.fwd_of_node[node]
-        n_fwd = len(topo.forwarders)
-        job = p.job.job_id
-        meta = s.kind == "meta"
-        write = meta or s.kind == "write"
+        cuts, rnds = self._round_cuts(p.start, R.shape[1])
+        self._bulk(first_node, p, R, cuts, rnds)
+        self._metadata(first_node, p, R, cuts, rnds)
+
+    def _bulk(
+        self, first_node: int, p: PhaseRun, R: np.ndarray, cuts: np.ndarray, rnds: np.ndarray
+    ) -> None:
+        """The phase's requests as bulk RPCs on its OSTs, and through its forwarders."""
+        s, topo = p.spec, self.topo
+        write = s.kind in ("write", "meta")  # a meta phase writes 4 KiB into each new file
         stripe_size = min(p.job.files[int(f)].stripe_size for f in np.unique(s.file_idx))
         per_request = -(-s.size // rpc_size(s.size, stripe_size))
         assert s.size % per_request == 0, "requests split into equal RPCs"
         rpc = s.size // per_request
         rpcs = ost_split(p, R * per_request, len(topo.osts))
         nbytes = rpcs * rpc
-        routed = np.zeros((n_fwd, d), np.int64)
+        fwd = topo.fwd_of_node[first_node + s.ranks // p.job.ppn]
+        routed = np.zeros((len(topo.forwarders), R.shape[1]), np.int64)
         np.add.at(routed, fwd, R * s.size)
-        routed_rpcs = np.zeros((n_fwd, d), np.int64)
+        routed_rpcs = np.zeros_like(routed)
         np.add.at(routed_rpcs, fwd, R * per_request)
         amp = np.asarray(p.amp, bool)
         if amp.any():  # read-ahead thrashing: the backend reads each byte 3.5x
@@ -214,7 +219,7 @@ class ActivityBuilder:
         ost, k = np.nonzero(r)
         n = len(ost)
         self.ost.add(
-            job=job,
+            job=p.job.job_id,
             ost=ost,
             rnd=rnds[k],
             write=np.full(n, write),
@@ -225,33 +230,37 @@ class ActivityBuilder:
         )
         self.router_bytes[rnds, :, int(write)] += np.add.reduceat(routed, cuts, axis=1).T
         self.router_rpcs[rnds] += np.add.reduceat(routed_rpcs, cuts, axis=1).T
-        # Metadata: per file create/stat/close/unlink in a meta phase (the unlink also
-        # destroys the file's object on its OST), else the open and close of each rank.
-        if meta:
-            per_op = {op: R for op in ("open", "getattr", "close", "unlink")}
+
+    def _metadata(
+        self, first_node: int, p: PhaseRun, R: np.ndarray, cuts: np.ndarray, rnds: np.ndarray
+    ) -> None:
+        """The phase's metadata operations per client node: per file create, stat, close and
+        unlink in a meta phase (the unlink also destroys the file's object on its OST), else
+        each rank's open before and close after its part."""
+        s, topo, job = p.spec, self.topo, p.job.job_id
+        if s.kind == "meta":
+            per_op = dict.fromkeys(META_OPS, R)
             destroyed = np.add.reduceat(ost_split(p, R, len(topo.osts)), cuts, axis=1)
-            o, kk = np.nonzero(destroyed)
-            self.ost_ops.add(job=job, where=o, rnd=rnds[kk], op="destroy", count=destroyed[o, kk])
+            o, k = np.nonzero(destroyed)
+            self.ost_ops.add(job=job, where=o, rnd=rnds[k], op="destroy", count=destroyed[o, k])
         else:
             active = R > 0
             ranks = np.arange(len(s.ranks))
-            opens = np.zeros_like(R)
-            closes = np.zeros_like(R)
+            opens, closes = np.zeros_like(R), np.zeros_like(R)
             opens[ranks, active.argmax(axis=1)] = 1
-            closes[ranks, d - 1 - active[:, ::-1].argmax(axis=1)] = 1
+            closes[ranks, R.shape[1] - 1 - active[:, ::-1].argmax(axis=1)] = 1
             per_op = {"open": opens, "close": closes}
-        assert MD_OPS_PER_FILE == 4  # the meta phase above issues four operations per file
-        nodes, node_idx = np.unique(node, return_inverse=True)
-        md_total = np.zeros((n_fwd, len(rnds)), np.int64)
+        nodes, node_idx = np.unique(first_node + s.ranks // p.job.ppn, return_inverse=True)
+        names = np.array([topo.compute[x] for x in nodes], dtype=object)
+        routed = np.zeros((len(topo.forwarders), len(rnds)), np.int64)
         for op, per_rank in per_op.items():
-            per_node = np.zeros((len(nodes), d), np.int64)
+            per_node = np.zeros((len(nodes), R.shape[1]), np.int64)
             np.add.at(per_node, node_idx, per_rank)
             agg = np.add.reduceat(per_node, cuts, axis=1)
-            i, kk = np.nonzero(agg)
-            names = np.array([topo.compute[x] for x in nodes], dtype=object)
-            self.mdt.add(job=job, where=names[i], rnd=rnds[kk], op=op, count=agg[i, kk])
-            np.add.at(md_total, (topo.fwd_of_node[nodes[i]], kk), agg[i, kk])
-        self.router_md[rnds] += md_total.T
+            i, k = np.nonzero(agg)
+            self.mdt.add(job=job, where=names[i], rnd=rnds[k], op=op, count=agg[i, k])
+            np.add.at(routed, (topo.fwd_of_node[nodes[i]], k), agg[i, k])
+        self.router_md[rnds] += routed.T
 
     # -- the login node ---------------------------------------------------------------------
     def _storm(self, storm_id: str | None) -> None:
