@@ -94,6 +94,8 @@ def test_the_agent_interval_sets_the_rounds():
         {"fault_kinds": ("slow_disk",)},
         {"ost_slow_factor": 0.5},
         {"noise_scale": -1.0},
+        {"forwarder_export": "smoke-signals"},
+        {"agent_interval_s": 0.1},
     ],
 )
 def test_nonsense_is_refused_with_a_reason(bad):

@@ -23,6 +23,7 @@ from iolens.simulate.collection import PATHS, Collection
 from iolens.simulate.emit import Emitter
 from iolens.simulate.engine import THRASH_AMPLIFICATION, Engine, EngineResult, Fault
 from iolens.simulate.realism import Realism
+from iolens.simulate.servers.forwarder import EXPORTS
 from iolens.simulate.topology import Topology
 from iolens.simulate.workload import JobSpec, generate_jobs
 from iolens.store.base import Store
@@ -81,6 +82,13 @@ class SimConfig:
                 raise ValueError(f"{name} is a slowdown (>= 1), got {getattr(self, name)}")
         if self.noise_scale < 0:
             raise ValueError(f"noise_scale must be >= 0, got {self.noise_scale}")
+        if self.forwarder_export not in EXPORTS:
+            known = ", ".join(EXPORTS)
+            raise ValueError(
+                f"forwarder_export must be one of {known}, got {self.forwarder_export!r}"
+            )
+        if self.agent_interval_s < 1:
+            raise ValueError(f"agent_interval_s must be at least 1 s, got {self.agent_interval_s}")
 
     def effective_realism(self) -> Realism:
         return replace(self.realism, service_sigma=self.realism.service_sigma * self.noise_scale)
