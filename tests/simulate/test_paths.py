@@ -16,9 +16,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
-from iolens.simulate import SimConfig
+from iolens.collect.replay import Replay
+from iolens.simulate import SimConfig, simulate
 from iolens.simulate.collection import memory_dir
 from iolens.simulate.realism import Realism
 from tests.simulate.stores import differences, load_simulation
@@ -68,3 +70,23 @@ def test_the_real_path_read_real_files(both):
     assert (mds / "exports" / sim.topology.nid(sim.topology.login) / "stats").is_file()
     fwd = sim.topology.forwarders[0]
     assert (trees / fwd / "sys/kernel/debug/lnet/stats").is_file()
+
+
+def test_a_hosts_rounds_replay_as_captures_into_the_same_rows(tmp_path):
+    """Saved as capture folders, a simulated OSS's files are what `iolens import lustre`
+    takes from a site's cron captures, and give that host's rows of the fast path."""
+    config = SimConfig(nodes=128, hours=0.1, seed=9, realism=STORMY)
+    host = "oss01"
+    captures = Path(tempfile.mkdtemp(dir=memory_dir()))
+    try:
+        folders = simulate(config).collection.write_captures(captures, host)
+        replayed = [b for _sample, b in Replay(captures, host=host, role="oss").batches()]
+    finally:
+        shutil.rmtree(captures)
+    direct = [b for _n, b in simulate(config).batches() if b.source == f"agent:{host}"]
+    assert folders == len(replayed) == len(direct) > 30
+    for table in ("server_samples", "metrics"):
+        got = sorted(map(repr, pa.concat_tables([getattr(b, table) for b in replayed]).to_pylist()))
+        want = sorted(map(repr, pa.concat_tables([getattr(b, table) for b in direct]).to_pylist()))
+        assert got == want, table
+    assert [b.key for b in replayed] == [b.key for b in direct]

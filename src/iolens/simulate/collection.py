@@ -228,6 +228,18 @@ class Collection:
                 if batch.rows():
                     yield batch
 
+    def write_captures(self, directory: Path, host: str) -> int:
+        """`host`'s files of every round that arrives, one folder per round named by the
+        host's clock, as a site's cron captures are: `iolens import lustre DIR --host H`
+        replays them. Advances every host (use a fresh simulation); the folders written."""
+        written = 0
+        for k in range(self.rounds.count):
+            for h, t in self.advance(k):
+                if h.name == host:
+                    Tree(directory / repr(t)).update(h.files(t))  # the exact time
+                    written += 1
+        return written
+
     def _direct(self, chunk: int = 60) -> Iterator[Batch]:
         """The fast path: readings straight from each host, rated `chunk` rounds at a time."""
         agents = {h.name: DirectAgent(h.name) for h in self.hosts}
