@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from iolens.analyze.pipeline import analyze_jobs
-from iolens.ingest import load
 from iolens.simulate import SimConfig, simulate
 from iolens.store import DuckDBStore
 
@@ -34,8 +33,7 @@ def sim_db(tmp_path_factory: pytest.TempPathFactory) -> SimDB:
     path = tmp_path_factory.mktemp("sim") / "iolens.duckdb"
     sim = simulate(SimConfig(nodes=1024, hours=2.0, seed=3))
     with DuckDBStore(path) as store:
-        for _name, batch in sim.batches():
-            load(store, batch)
+        sim.load(store)
         analyze_jobs(store)
     return SimDB(path, json.loads(json.dumps(sim.truth, default=float)))
 

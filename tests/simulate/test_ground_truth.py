@@ -47,17 +47,30 @@ def _thrashed_jobs(truth):
     return {f["job_id"] for f in truth["faults"] if f["kind"] == "cache_thrashing"}
 
 
-def test_bytes_conserved_across_layers(sim_db, reports):
+def test_bytes_seen_by_each_layer(sim_db, reports):
+    """The tracer has every byte; the OSTs' job_stats, as the agent rates them, never more
+    (except the thrashed reads) and most of it. An agent cannot rate a job_stats entry the
+    first time it sees it (it has no earlier reading), so the I/O a job did on an OST
+    before the agent's first look at its entry is missing from the per-job rows; short
+    phases lose the most (`docs/simulator.md`, Emission)."""
     thrashed = _thrashed_jobs(sim_db.truth)
+    seen = total = 0
     for job_id, r in reports.items():
-        compute, fwd, ost = r.layers["compute"], r.layers["forwarder"], r.layers["ost"]
-        assert fwd["read_bytes"] == compute["read_bytes"], job_id
-        assert fwd["write_bytes"] == compute["write_bytes"], job_id
-        assert ost["write_bytes"] == compute["write_bytes"], job_id  # writes never amplify
-        if job_id not in thrashed:
-            assert ost["read_bytes"] == compute["read_bytes"], job_id
-        # Metadata ops reach the MDS one for one.
-        assert r.layers["mds"]["md_ops"] == compute["md_ops"] == r.md_ops, job_id
+        compute, ost, mdt = r.layers["compute"], r.layers.get("ost"), r.layers.get("mdt")
+        t = sim_db.truth["jobs"][job_id]
+        assert (compute["read_bytes"], compute["write_bytes"]) == (
+            t["read_bytes"],
+            t["write_bytes"],
+        )
+        if ost is not None:
+            assert ost["write_bytes"] <= compute["write_bytes"], job_id  # writes never amplify
+            if job_id not in thrashed:
+                assert ost["read_bytes"] <= compute["read_bytes"], job_id
+            seen += ost["write_bytes"]
+        if mdt is not None:
+            assert mdt["md_ops"] <= compute["md_ops"], job_id
+        total += compute["write_bytes"]
+    assert seen >= 0.6 * total
 
 
 def test_thrashing_amplifies_backend_reads(sim_db, reports):
@@ -71,15 +84,18 @@ def test_thrashing_amplifies_backend_reads(sim_db, reports):
 
 
 def test_component_totals_cover_the_job_shares(sim_db):
-    """Agents' component totals equal the sum of per-job shares (plus the login storm at MDS)."""
+    """Per OST and sample, the total (obdfilter `stats`) is at least the jobs' shares
+    (job_stats): the totals also count the login node's copies and every first interval."""
     with sim_db.store() as store:
         rows = store.query("""
-            SELECT kind, job_id IS NULL AS total, sum(read_bytes) r, sum(write_bytes) w
-            FROM server_samples WHERE kind IN ('forwarder', 'ost')
-            GROUP BY ALL ORDER BY ALL""").to_pylist()
-    by = {(r["kind"], r["total"]): (r["r"], r["w"]) for r in rows}
-    for kind in ("forwarder", "ost"):
-        assert by[(kind, True)] == by[(kind, False)]
+            SELECT t.component_id, t.ts, t.read_bytes + t.write_bytes AS total,
+                   sum(j.read_bytes + j.write_bytes) AS jobs
+            FROM server_samples t JOIN server_samples j USING (kind, component_id, ts)
+            WHERE t.kind = 'ost' AND t.job_id IS NULL AND j.job_id IS NOT NULL
+            GROUP BY ALL""").to_pylist()
+    assert len(rows) > 500
+    assert all(r["total"] >= r["jobs"] for r in rows)
+    assert sum(r["total"] for r in rows) > sum(r["jobs"] for r in rows)
 
 
 def test_faults_and_interference_are_in_the_truth(sim_db):
@@ -93,8 +109,16 @@ def test_faults_and_interference_are_in_the_truth(sim_db):
     }
     n1 = next(f for f in sim_db.truth["faults"] if f["kind"] == "n1_interference")
     pairs = {(i["victim"], i["culprit"]) for i in sim_db.truth["interference"]}
-    assert (n1["victim"], n1["culprit"]) in pairs
+    if n1["victim"] is not None:  # the N-N neighbour lost enough to count
+        assert (n1["victim"], n1["culprit"]) in pairs
+    assert n1["culprit_nodes"] > 32  # Beacon's criterion for an N-1 anomaly
     assert sim_db.truth["jobs"][n1["culprit"]]["io_mode"] == "N-1"
+    # Each fault's size, as a detector would be judged by it.
+    by_kind = {f["kind"]: f for f in sim_db.truth["faults"]}
+    assert by_kind["slow_ost"]["magnitude"] == 10.0  # the defaults: 10x slower
+    assert by_kind["slow_forwarder"]["magnitude"] == 4.0
+    assert by_kind["metadata_storm"]["magnitude"] == 60_000.0  # ops/s offered
+    assert n1["magnitude"] == n1["culprit_nodes"] == sim_db.truth["jobs"][n1["culprit"]]["nnodes"]
 
 
 def test_report_fields_are_consistent(reports):

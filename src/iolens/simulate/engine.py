@@ -9,7 +9,9 @@ Beacon (section 4) found on TaihuLight:
   threads while they wait, so they clog the forwarder for every neighbour;
 * N-N sequential reads with more streams than the forwarder cache can hold in read-ahead
   windows thrash the cache and read each byte ~3.5x from the OSTs;
-* injected faults: a fail-slow OST, a slow forwarder, a metadata storm from login nodes.
+* injected faults: a fail-slow OST, a slow forwarder, a metadata storm from login nodes
+  (a fail-slow component serves each request `magnitude` times slower, so its capacity is
+  divided by it).
 
 It also keeps, for every slowed phase, which other jobs loaded its bottleneck: that blame
 becomes the ground-truth interference list. None of it reaches the store.
@@ -32,12 +34,18 @@ MD_OPS_PER_FILE = 4  # create(open), stat, close, unlink
 
 @dataclass
 class Fault:
+    """An injected fault. `factor` is what the engine applies: the capacity multiplier of a
+    slow component (1 / its slowdown) or a storm's offered load in multiples of the MDS
+    capacity. `magnitude` is the size a detector would be judged by: how many times slower
+    a fail-slow component is, or a storm's offered metadata operations per second."""
+
     kind: str
     component: str
     start: int
     end: int
-    factor: float = 1.0  # capacity multiplier (slow components) or load (storm, x capacity)
-    extra: dict[str, str] = field(default_factory=dict)
+    factor: float = 1.0
+    extra: dict[str, str | None] = field(default_factory=dict)
+    magnitude: float | None = None
 
     def active(self, t: int) -> bool:
         return self.start <= t < self.end
@@ -96,6 +104,9 @@ class EngineResult:
     mds_load: np.ndarray  # [second]
     fwd_cap: np.ndarray  # [second, forwarder] capacity multiplier (faults)
     ost_cap: np.ndarray
+    fwd_busy: np.ndarray  # [second, forwarder] share of its current capacity it used (0-1)
+    ost_busy: np.ndarray  # [second, ost]
+    mds_busy: np.ndarray  # [second]
 
 
 def water_fill(capacity: float, demand: np.ndarray, weight: np.ndarray) -> np.ndarray:
@@ -125,6 +136,7 @@ class Engine:
         self.ost_cursor = int(ost_rng.integers(len(topo.osts)))
         self.free = np.ones(len(topo.compute), bool)
         self.loads: list[tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray]] = []
+        self.busy: list[tuple[np.ndarray, np.ndarray, float]] = []
 
     # -- placement ----------------------------------------------------------------------
     def _place(self, job: JobSpec) -> int | None:
@@ -240,6 +252,7 @@ class Engine:
         fwd_load, ost_load, mds_load, fwd_cap, ost_cap = (
             np.array(x) for x in zip(*self.loads, strict=True)
         )
+        fwd_busy, ost_busy, mds_busy = (np.array(x) for x in zip(*self.busy, strict=True))
         return EngineResult(
             finished,
             faults,
@@ -252,6 +265,9 @@ class Engine:
             mds_load,
             fwd_cap,
             ost_cap,
+            fwd_busy,
+            ost_busy,
+            mds_busy,
         )
 
     def _step(
@@ -279,6 +295,9 @@ class Engine:
         if not active:
             self.loads.append(
                 (np.zeros(n_fwd), np.zeros(n_ost), storm / caps.mds_ops, fwd_cap, ost_cap)
+            )
+            self.busy.append(
+                (np.zeros(n_fwd), np.zeros(n_ost), min(storm, caps.mds_ops) / caps.mds_ops)
             )
             return min(storm, caps.mds_ops)
         n = len(active)
@@ -385,6 +404,14 @@ class Engine:
                     key = (p.job.job_id, q.job.job_id)
                     blame[key] = blame.get(key, 0.0) + lost * loads[j] / total
         served = min(storm, max(0.0, self.caps.mds_ops - md_load * mds_factor))
+        # What each component actually did, as a share of what it can do now.
+        self.busy.append(
+            (
+                np.minimum(1.0, ((grant * (c_fwd + c_md)) @ S_fwd) / np.maximum(fwd_cap, 1e-9)),
+                np.minimum(1.0, ((grant * c_ost) @ S_ost) / ost_cap),
+                min(1.0, (float(grant @ mds_per_unit) + served) / caps.mds_ops),
+            )
+        )
         return served
 
     def _thrash_episodes(self, runs: list[JobRun]) -> list[Fault]:

@@ -1,53 +1,127 @@
-"""Drive one simulation: topology, faults, workload, engine, then emission as batches."""
+"""Drive one simulation: topology, faults, workload, engine, then what collectors see.
+
+The client side (tracer records, scheduler rows, file layouts) is emitted as tables
+(`emit.py`); the servers' side is rendered as the files real servers expose and collected
+by the real agent (`collection.py`). `Simulation.load` puts both into a store the way the
+ingest server does.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from iolens.ingest.load import load_many
 from iolens.model.batch import Batch
+from iolens.simulate.collection import PATHS, Collection
 from iolens.simulate.emit import Emitter
-from iolens.simulate.engine import Engine, EngineResult, Fault
+from iolens.simulate.engine import THRASH_AMPLIFICATION, Engine, EngineResult, Fault
+from iolens.simulate.realism import Realism
+from iolens.simulate.servers.forwarder import EXPORTS
 from iolens.simulate.topology import Topology
 from iolens.simulate.workload import JobSpec, generate_jobs
+from iolens.store.base import Store
 
 DEFAULT_START = datetime(2025, 3, 3, 8, 0, tzinfo=UTC)
 BATCH_RECORDS = 500_000
 INTERFERENCE_MIN_S = 10.0  # a victim must lose at least this much I/O time to one culprit
 INTERFERENCE_MIN_SHARE = 0.25  # ... and at least this share of its own I/O time
+#: Beacon (section 4.1): an N-1 job on more than 32 nodes behind one forwarder is an anomaly.
+BEACON_N1_NODES = 32
+FAULT_KINDS = ("slow_ost", "slow_forwarder", "metadata_storm")
+GROUP_MAX_BATCHES = 256  # as the ingest server's group commit
+STORM_IDS = ("find.1003", None)  # how job_stats names the storm: procname.uid, or not at all
 
 
 @dataclass(frozen=True)
 class SimConfig:
+    """What to simulate. Fault sizes and durations are parameters so accuracy can be
+    measured as curves; left at None, durations are drawn from the seed (30-60 min slow
+    components, 15-30 min storm)."""
+
     nodes: int = 1024
     hours: float = 2.0
     seed: int = 0
     start: datetime = DEFAULT_START
     faults: bool = True
+    #: Inject only these fault kinds (of `FAULT_KINDS`); None: all of them.
+    fault_kinds: tuple[str, ...] | None = None
+    #: How many times slower the fail-slow OST serves each request (capacity / factor).
+    ost_slow_factor: float = 10.0
+    ost_slow_minutes: float | None = None
+    forwarder_slow_factor: float = 4.0
+    forwarder_slow_minutes: float | None = None
+    #: Metadata operations per second the login-node storm offers; None: 1.5x the MDS.
+    storm_ops: float | None = None
+    storm_minutes: float | None = None
+    #: Multiplies the fitted service-time noise (`Realism.service_sigma`).
+    noise_scale: float = 1.0
+    #: Seconds between two rounds of every server's agent.
+    agent_interval_s: float = 10.0
+    realism: Realism = field(default_factory=Realism)
+    #: "direct" (fast) or "files" (rendered files read by the real sources); same store.
+    collect: str = "direct"
+    #: What forwarding nodes export (`servers/forwarder.py`: "lnet").
+    forwarder_export: str = "lnet"
+
+    def __post_init__(self) -> None:
+        if self.collect not in PATHS:
+            raise ValueError(f"collect must be one of {', '.join(PATHS)}, got {self.collect!r}")
+        unknown = set(self.fault_kinds or ()) - set(FAULT_KINDS)
+        if unknown:
+            known = ", ".join(FAULT_KINDS)
+            raise ValueError(f"unknown fault kind(s) {', '.join(sorted(unknown))}; known: {known}")
+        for name in ("ost_slow_factor", "forwarder_slow_factor"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} is a slowdown (>= 1), got {getattr(self, name)}")
+        if self.noise_scale < 0:
+            raise ValueError(f"noise_scale must be >= 0, got {self.noise_scale}")
+        if self.forwarder_export not in EXPORTS:
+            known = ", ".join(EXPORTS)
+            raise ValueError(
+                f"forwarder_export must be one of {known}, got {self.forwarder_export!r}"
+            )
+        if self.agent_interval_s < 1:
+            raise ValueError(f"agent_interval_s must be at least 1 s, got {self.agent_interval_s}")
+
+    def effective_realism(self) -> Realism:
+        return replace(self.realism, service_sigma=self.realism.service_sigma * self.noise_scale)
 
 
-def plan_faults(rng: np.random.Generator, topo: Topology, horizon: int) -> list[Fault]:
-    """One of each injected fault kind, at seeded times inside the monitored window."""
+def plan_faults(
+    rng: np.random.Generator, topo: Topology, horizon: int, c: SimConfig
+) -> list[Fault]:
+    """One of each injected fault kind (or of `c.fault_kinds`), at seeded times inside the
+    monitored window. The draws are made for every kind, so choosing kinds moves nothing."""
 
-    def window(lo_min: int, hi_min: int) -> tuple[int, int]:
-        length = min(int(rng.integers(lo_min, hi_min)) * 60, horizon // 2)
+    def window(lo_min: int, hi_min: int, minutes: float | None) -> tuple[int, int]:
+        drawn = int(rng.integers(lo_min, hi_min)) * 60
+        length = min(int(minutes * 60) if minutes is not None else drawn, horizon // 2)
         start = int(rng.integers(horizon // 6, max(horizon // 6 + 1, horizon - length)))
         return start, start + length
 
+    wanted = set(c.fault_kinds if c.fault_kinds is not None else FAULT_KINDS)
     faults = []
-    s, e = window(30, 60)
-    faults.append(Fault("slow_ost", topo.osts[int(rng.integers(len(topo.osts)))], s, e, 0.1))
-    s, e = window(30, 60)
+    s, e = window(30, 60, c.ost_slow_minutes)
+    ost = topo.osts[int(rng.integers(len(topo.osts)))]
+    f = c.ost_slow_factor
+    faults.append(Fault("slow_ost", ost, s, e, 1 / f, magnitude=f))
+    s, e = window(30, 60, c.forwarder_slow_minutes)
     fwd = topo.forwarders[int(rng.integers(len(topo.forwarders)))]
-    faults.append(Fault("slow_forwarder", fwd, s, e, 0.25))
-    s, e = window(15, 30)
-    faults.append(Fault("metadata_storm", topo.mds, s, e, 1.5, {"source": topo.login}))
-    return faults
+    f = c.forwarder_slow_factor
+    faults.append(Fault("slow_forwarder", fwd, s, e, 1 / f, magnitude=f))
+    s, e = window(15, 30, c.storm_minutes)
+    ops = c.storm_ops if c.storm_ops is not None else 1.5 * topo.caps.mds_ops
+    storm_id = STORM_IDS[int(rng.integers(len(STORM_IDS)))]
+    extra = {"source": topo.login, "client_nid": topo.nid(topo.login), "job_stats_id": storm_id}
+    faults.append(Fault("metadata_storm", topo.mdt, s, e, ops / topo.caps.mds_ops, extra, ops))
+    return [f for f in faults if f.kind in wanted]
 
 
 @dataclass
@@ -57,25 +131,44 @@ class Simulation:
     jobs: list[JobSpec]
     result: EngineResult
     truth: dict[str, Any] = field(default_factory=dict)
+    _collection: Collection | None = field(default=None, repr=False)
+
+    @property
+    def collection(self) -> Collection:
+        """The server hosts and their agents (built on first use: the truth needs none)."""
+        if self._collection is None:
+            c = self.config
+            storm = next((f for f in self.result.faults if f.kind == "metadata_storm"), None)
+            self._collection = Collection(
+                self.topology,
+                self.result,
+                start=c.start.timestamp(),
+                interval=c.agent_interval_s,
+                realism=c.effective_realism(),
+                seed=c.seed,
+                storm_id=storm.extra.get("job_stats_id") if storm else None,
+                forwarder_export=c.forwarder_export,
+            )
+        return self._collection
 
     @property
     def base_us(self) -> int:
         return int(self.config.start.timestamp() * 1_000_000)
 
-    def batches(self) -> Iterator[tuple[str, Batch]]:
-        """Batches in collection order: topology, scheduler, per-job traces, agent totals."""
+    def site_batch(self) -> Batch:
+        """The topology a site's file would give (components and their peaks, the
+        forwarding map): direct for now, until the simulator writes such a file."""
         topo = self.topology
-        emitter = Emitter(topo, self.result, self.base_us)
-        yield (
-            "topology",
-            Batch(
-                "simulator:topology",
-                components=topo.components_table(),
-                forwarding=topo.forwarding_table(),
-            ),
+        return Batch(
+            "simulator:topology",
+            components=topo.components_table(),
+            forwarding=topo.forwarding_table(),
         )
-        yield "scheduler", Batch("simulator:slurm", jobs=emitter.jobs_table())
-        pending: list[tuple[pa.Table, pa.Table, pa.Table]] = []
+
+    def client_batches(self, emitter: Emitter) -> Iterator[tuple[str, Batch]]:
+        """Client records and file layouts, as the tracer gives them (direct tables for now,
+        until they go through the tracer's file format and decoder)."""
+        pending: list[tuple[pa.Table, pa.Table]] = []
         for i, run in enumerate(self.result.jobs):
             pending.append(emitter.job_batch(i))
             # Coalesce jobs into large batches: one transaction per ~500k records.
@@ -83,26 +176,60 @@ class Simulation:
                 sum(p[1].num_rows for p in pending) >= BATCH_RECORDS
                 or i == len(self.result.jobs) - 1
             ):
-                files, client, samples = (pa.concat_tables(t) for t in zip(*pending, strict=True))
+                files, client = (pa.concat_tables(t) for t in zip(*pending, strict=True))
                 pending.clear()
                 yield (
                     f"job {run.spec.job_id}",
-                    Batch(
-                        "simulator:tracer+jobstats",
-                        files=files,
-                        client_io=client,
-                        server_samples=samples,
-                    ),
+                    Batch("simulator:tracer", files=files, client_io=client),
                 )
-        yield "agents", Batch("simulator:agents", server_samples=emitter.totals_table())
+
+    def batches(self, workdir: Path | None = None) -> Iterator[tuple[str, Batch]]:
+        """Batches in collection order: topology, scheduler, tracer, then every agent round
+        of every server host (keyed `agent:<host>:<time>`, as a live agent's)."""
+        emitter = Emitter(self.topology, self.result, self.base_us)
+        yield "topology", self.site_batch()
+        yield "scheduler", Batch("simulator:slurm", jobs=emitter.jobs_table())
+        yield from self.client_batches(emitter)
+        for batch in self.collection.batches(self.config.collect, workdir):
+            yield batch.source, batch
+
+    def load(
+        self,
+        store: Store,
+        on_batch: Callable[[str], None] | None = None,
+        workdir: Path | None = None,
+    ) -> None:
+        """Everything into `store`, agent batches by group commit as the ingest server does."""
+        group: list[Batch] = []
+        for name, batch in self.batches(workdir):
+            if batch.key is None:
+                load_many(store, [batch])
+            else:
+                group.append(batch)
+                if len(group) >= GROUP_MAX_BATCHES:
+                    load_many(store, group)
+                    group = []
+            if on_batch is not None:
+                on_batch(name)
+        if group:
+            load_many(store, group)
+
+    def batch_count(self) -> int:
+        """How many batches `batches()` yields at most (for progress bars)."""
+        c = self.collection
+        return 2 + len(self.result.jobs) + c.rounds.count * len(c.hosts)
 
 
 def simulate(config: SimConfig) -> Simulation:
     rng = np.random.default_rng(config.seed)
+    realism = config.effective_realism()
     topo = Topology.build(config.nodes)
     horizon = int(config.hours * 3600)
-    faults = plan_faults(rng, topo, horizon) if config.faults else []
-    jobs = generate_jobs(rng, config.nodes, config.hours)
+    faults = plan_faults(rng, topo, horizon, config) if config.faults else []
+    start_hour = config.start.hour + config.start.minute / 60
+    jobs = generate_jobs(
+        rng, config.nodes, config.hours, diurnal=realism.diurnal, start_hour=start_hour
+    )
     result = Engine(topo, faults, np.random.default_rng(config.seed + 1)).run(jobs, horizon)
     sim = Simulation(config, topo, jobs, result)
     sim.truth = ground_truth(sim)
@@ -147,36 +274,65 @@ def ground_truth(sim: Simulation) -> dict[str, Any]:
             "start": iso(f.start),
             "end": iso(f.end),
             **({"factor": f.factor} if f.kind != "cache_thrashing" else {}),
+            **({"magnitude": f.magnitude} if f.magnitude is not None else {}),
             **f.extra,
         }
         for f in sim.result.faults
     ]
-    culprit, victim = sim.jobs[0].job_id, sim.jobs[1].job_id  # the planted N-1 pair
-    pair = next(
-        (i for i in interference if i["victim"] == victim and i["culprit"] == culprit), None
-    )
-    if pair is not None:
-        run = next(r for r in sim.result.jobs if r.spec.job_id == culprit)
+    culprit, victim = sim.jobs[0], sim.jobs[1]  # the planted N-1 pair
+    if culprit.nnodes > BEACON_N1_NODES:
+        run = next(r for r in sim.result.jobs if r.spec.job_id == culprit.job_id)
         fwd = sim.topology.forwarders[int(sim.topology.fwd_of_node[run.first_node])]
         n1 = [p for p in run.phases if p.n1]
+        hurt = any(
+            i["victim"] == victim.job_id and i["culprit"] == culprit.job_id for i in interference
+        )
         faults.append(
             {
                 "kind": "n1_interference",
                 "component": fwd,
                 "start": iso(min(p.start for p in n1)),
                 "end": iso(max(p.end for p in n1)),
-                "culprit": culprit,
-                "victim": victim,
+                "culprit": culprit.job_id,
+                "culprit_nodes": culprit.nnodes,
+                "magnitude": culprit.nnodes,
+                # the N-N job next to it, if it lost enough to count as interfered with
+                "victim": victim.job_id if hurt else None,
+                "victim_lost_seconds": round(
+                    sim.result.blame.get((victim.job_id, culprit.job_id), 0.0), 1
+                ),
             }
         )
+    thrasher = sim.jobs[2] if len(sim.jobs) > 2 and sim.jobs[2].first_node is not None else None
+    num, den = THRASH_AMPLIFICATION
+    for f in faults:
+        if f["kind"] == "cache_thrashing":
+            f["magnitude"] = num / den  # backend reads per byte the clients read
     return {
         "config": {
             "nodes": sim.config.nodes,
             "hours": sim.config.hours,
             "seed": sim.config.seed,
             "start": iso(0),
+            "agent_interval_s": sim.config.agent_interval_s,
+            "noise_scale": sim.config.noise_scale,
         },
         "jobs": jobs,
         "faults": faults,
         "interference": interference,
+        "planted": {
+            "n1_culprit": {"job_id": culprit.job_id, "nodes": culprit.nnodes},
+            "n1_victim": {"job_id": victim.job_id, "nodes": victim.nnodes},
+            **(
+                {
+                    "thrasher": {
+                        "job_id": thrasher.job_id,
+                        "nodes": thrasher.nnodes,
+                        "streams": thrasher.nprocs,
+                    }
+                }
+                if thrasher is not None
+                else {}
+            ),
+        },
     }

@@ -2,6 +2,12 @@
 
 Ratios follow Beacon section 2: 512 compute nodes per forwarding node (static mapping),
 3 OSTs per OSS, 256 compute nodes per leaf switch (a supernode), a single metadata server.
+The forwarding nodes are LNet routers: the compute fabric (`o2ib1`) reaches the storage
+fabric (`o2ib`) through them, so a server sees each compute node by its `@o2ib1` NID and
+the login node, which sits on the storage fabric, by its `@o2ib` NID.
+
+`components_table` and `forwarding_table` are what a site's topology file will say (the
+simulator hands them to the store directly until it writes such a file).
 """
 
 from __future__ import annotations
@@ -41,7 +47,8 @@ class Topology:
     osts: list[str]
     ost_oss: np.ndarray  # OST index -> OSS index
     switches: list[str]
-    mds: str
+    mdt: str  # the metadata target (md_stats, job_stats)
+    mds: str  # the metadata server host (its service queue, /proc)
     login: str
     fwd_of_node: np.ndarray  # compute index -> forwarder index
     switch_of_node: np.ndarray  # compute index -> switch index
@@ -70,7 +77,8 @@ class Topology:
             osts=[f"lustre-OST{i:04x}" for i in range(n_ost)],
             ost_oss=np.arange(n_ost) // osts_per_oss,
             switches=[f"sw{i + 1:03d}" for i in range(n_sw)],
-            mds="lustre-MDT0000",
+            mdt="lustre-MDT0000",
+            mds="mds01",
             login="login01",
             fwd_of_node=np.minimum(idx // nodes_per_forwarder, n_fwd - 1),
             switch_of_node=idx // nodes_per_switch,
@@ -95,9 +103,22 @@ class Topology:
             for i, t in enumerate(self.osts)
         ]
         rows += [(s, "switch", None, None, None) for s in self.switches]
-        rows += [(self.mds, "mds", None, None, c.mds_ops), (self.login, "login", None, None, None)]
+        rows += [
+            (self.mdt, "mdt", self.mds, None, c.mds_ops),
+            (self.mds, "mds", None, None, c.mds_ops),
+            (self.login, "login", None, None, None),
+        ]
         cols = list(zip(*rows, strict=True))
         return pa.table(dict(zip(COMPONENTS.names, cols, strict=True)), schema=COMPONENTS)
+
+    def nid(self, host: str) -> str:
+        """The LNet NID servers know `host` by: compute nodes on the routed compute fabric,
+        everything else on the storage fabric."""
+        if host.startswith("cn"):
+            i = int(host[2:])
+            return f"10.1.{i // 250}.{i % 250 + 1}@o2ib1"
+        servers = [self.login, self.mds, *self.oss, *self.forwarders]
+        return f"10.0.{servers.index(host) // 250}.{servers.index(host) % 250 + 1}@o2ib"
 
     def forwarding_table(self) -> pa.Table:
         return pa.table(

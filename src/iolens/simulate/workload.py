@@ -8,6 +8,7 @@ jobs. Volumes are per process and exact, so ground-truth byte counts are exact i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -337,10 +338,62 @@ class JobFactory:
         )
 
 
+def planted_sizes(rng: np.random.Generator, nodes: int) -> dict[str, int]:
+    """Node counts of the planted scenarios, drawn from the seed so no detector can be tuned
+    to one size: the N-1 culprit takes 8-75 % of a forwarder's 512 nodes (40-384; Beacon
+    calls N > 32 nodes large), its N-N victim 6-25 %, and the sequential reader 44-88 %
+    (224-448 nodes, 4 streams each: always more read-ahead windows than the cache holds)."""
+    per_fwd = min(512, nodes)
+
+    def draw(lo: float, hi: float, floor: int) -> int:
+        return int(
+            rng.integers(max(floor, round(per_fwd * lo)), max(floor, round(per_fwd * hi)) + 1)
+        )
+
+    culprit = draw(40 / 512, 384 / 512, 4)
+    victim = min(draw(1 / 16, 1 / 4, 2), per_fwd - culprit)
+    thrasher = draw(224 / 512, 448 / 512, 2)
+    return {"culprit": culprit, "victim": max(1, victim), "thrasher": thrasher}
+
+
+def arrivals(
+    rng: np.random.Generator,
+    rate: float,
+    horizon: float,
+    diurnal: Callable[[np.ndarray], np.ndarray] | None = None,
+    start_hour: float = 0.0,
+) -> list[float]:
+    """Poisson arrival times in [30 s, horizon): mean `rate` per second, modulated by the
+    load cycle `diurnal(hour of day)` (thinning: candidates at the peak rate, each kept with
+    probability factor / peak)."""
+    hours = np.linspace(0.0, 24.0, 97)
+    peak = float(np.max(diurnal(hours))) if diurnal is not None else 1.0
+    out: list[float] = []
+    t = 30.0
+    while True:
+        t += rng.exponential(1.0 / (rate * peak))
+        if t >= horizon:
+            return out
+        keep = 1.0
+        if diurnal is not None:
+            keep = float(diurnal(np.array([(start_hour + t / 3600.0) % 24.0]))[0]) / peak
+        if rng.random() < keep:
+            out.append(t)
+
+
 def generate_jobs(
-    rng: np.random.Generator, nodes: int, hours: float, first_id: int = 100001
+    rng: np.random.Generator,
+    nodes: int,
+    hours: float,
+    first_id: int = 100001,
+    *,
+    diurnal: Callable[[np.ndarray], np.ndarray] | None = None,
+    start_hour: float = 0.0,
 ) -> list[JobSpec]:
-    """Planted scenarios first (placed at t=0 on an empty machine), then a Poisson stream."""
+    """Planted scenarios first (placed at t=0 on an empty machine), then a Poisson stream.
+
+    The first job is the N-1 culprit, the second its victim, the third (with >= 2
+    forwarders) the sequential reader that thrashes the read-ahead cache."""
     factory = JobFactory(rng)
     jobs: list[JobSpec] = []
     next_id = first_id
@@ -354,26 +407,23 @@ def generate_jobs(
         return job
 
     per_fwd = min(512, nodes)
+    sizes = planted_sizes(rng, nodes)
     # N-1 interference on a shared forwarder: a large N-1 job next to an N-N victim.
-    culprit = add("awp", max(4, per_fwd // 2), 0, first_node=0)
+    culprit = add("awp", sizes["culprit"], 0, first_node=0)
     culprit.phases[0].compute_before = 20
     culprit.phases[1].compute_before = 10
-    victim = add("lammps", max(2, per_fwd // 4), 0, first_node=culprit.nnodes)
+    victim = add("lammps", sizes["victim"], 0, first_node=culprit.nnodes)
     victim.phases[0].compute_before = 45
     # N-N sequential read big enough to thrash the forwarder read-ahead cache.
     if nodes >= 2 * per_fwd:
-        thrasher = add("shentu", per_fwd // 2, 0, first_node=per_fwd)
+        thrasher = add("shentu", sizes["thrasher"], 0, first_node=per_fwd)
         thrasher.phases[0].compute_before = 900  # well after the N-1 scenario
 
     horizon = int(hours * 3600)
     grow = max(1, int(np.sqrt(nodes / 1024)))  # bigger machines: bigger and more jobs
     mean_nodes = float(np.mean([min(s * grow, max(1, nodes // 4)) for a in APPS for s in a.scales]))
     rate = 0.9 * nodes / mean_nodes / 1500.0  # keep the machine ~busy (jobs last ~25 min)
-    t = 30.0
-    while True:
-        t += rng.exponential(1.0 / rate)
-        if t >= horizon * 0.8:
-            break
+    for t in arrivals(rng, rate, horizon * 0.8, diurnal, start_hour):
         app = APPS[int(rng.integers(len(APPS)))]
         scale = int(app.scales[int(rng.integers(len(app.scales)))])
         scale = max(1, min(scale * grow, nodes // 4))

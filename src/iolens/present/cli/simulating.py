@@ -23,7 +23,6 @@ def run_simulation(
 ) -> tuple[Any, dict[str, Any]]:
     """Simulate, ingest through the normal path, analyse; returns (store, truth)."""
     from iolens.analyze.pipeline import analyze_jobs
-    from iolens.ingest import load
     from iolens.simulate import SimConfig, simulate
     from iolens.store import default_db_path
 
@@ -35,11 +34,9 @@ def run_simulation(
     with progress(show_progress) as bar:
         task = bar.add_task(f"simulating {nodes} nodes x {hours:g} h", total=None)
         sim = simulate(SimConfig(nodes=nodes, hours=hours, seed=seed))
-        batches = len(sim.result.jobs) + 3
+        batches = sim.batch_count()
         bar.update(task, total=batches, completed=0, description="ingesting")
-        for _name, batch in sim.batches():
-            load(store, batch)
-            bar.advance(task, 1)
+        sim.load(store, on_batch=lambda _name: bar.advance(task, 1))
         bar.update(task, completed=batches)
         job_ids = [r.spec.job_id for r in sim.result.jobs]
         task2 = bar.add_task("analysing jobs", total=len(job_ids))

@@ -1,0 +1,29 @@
+"""The simulated servers: cumulative counters, the files that show them, what agents read.
+
+Each server host (`oss.py`, `mds.py`, `forwarder.py`, with `node.py` for /proc and the
+HCAs) advances its counters every agent round from what the engine did (`activity.py`,
+timed by `model.py`), renders them as the text files a Lustre 2.15 server exposes
+(`lustre_text.py`), and says which readings the real agent sources take from those files
+(the fast path, `simulate/fastpath.py`).
+"""
+
+from __future__ import annotations
+
+#: A `collect.base.Reading` as a plain tuple, same fields in the same order (kind,
+#: component, metric, value, counter, job_id, per, bits): what a host tells the fast path
+#: its sources would read. Tuples, because a simulated day has millions of them.
+Raw = tuple[str, str, str, float, bool, str | None, float | None, int]
+
+
+def raw(
+    kind: str,
+    component: str,
+    metric: str,
+    value: float,
+    counter: bool = True,
+    job_id: str | None = None,
+    per: float | None = None,
+    bits: int = 64,
+) -> Raw:
+    """`Reading(...)`, as the tuple the fast path takes."""
+    return (kind, component, metric, value, counter, job_id, per, bits)
