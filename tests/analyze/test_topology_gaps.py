@@ -189,8 +189,8 @@ def test_web_job_page_says_what_is_unknown(store):
     """The job page marks the empty server lists `unknown` and says what to load."""
     from fastapi.testclient import TestClient
 
-    from iolens.present.web.app import create_app
     from iolens.present.web.accounts import add_user
+    from iolens.present.web.app import create_app
 
     load(store, job_batch(with_layout=False))
     token = add_user(store, "root", admin=True)
