@@ -182,3 +182,43 @@ def test_sum_over_count_becomes_the_interval_mean():
     assert waits == [300.0]
     assert second.server_samples.to_pylist()[0]["wait_us"] == 300.0
     assert not [m for m in third.metrics.to_pylist() if m["metric"] == "wait_us"]
+
+
+class JobEntries:
+    """job_stats entries that appear between rounds, with or without a 2.14 start time."""
+
+    name = "jobs"
+
+    def __init__(self) -> None:
+        self.entries: dict[str, tuple[float, float, float]] = {}  # job -> (bytes, usecs, born)
+
+    def collect(self, root: Path):
+        for job, (nbytes, usecs, born) in self.entries.items():
+            yield Reading("ost", "OST0", "write_bytes", nbytes, True, job, fresh=born)
+            yield Reading("ost", "OST0", "service_us", usecs, False, job, per=4, fresh=born)
+
+
+@pytest.mark.parametrize("born", [float("-inf"), 1_004.0])
+def test_a_job_entry_born_between_rounds_is_rated_from_zero(born):
+    """A job's first interval of I/O is not lost: the entry did not exist at the previous
+    round (or says it was created since), so everything it counts happened since."""
+    clock, src = Clock(), JobEntries()
+    agent = Agent("oss1", Path("/nonexistent"), [src], clock=clock)
+    agent.collect_round()
+    clock.t += 10
+    src.entries["7"] = (4_000_000.0, 800.0, born)
+    second = agent.collect_round()
+    rows = [r for r in second.server_samples.to_pylist() if r["job_id"] == "7"]
+    assert rows == [dict(rows[0], interval_s=10.0, write_bytes=4_000_000, service_us=200.0)]
+
+
+def test_an_entry_born_before_the_previous_round_waits_for_a_second_reading():
+    """Seen for the first time but older than the previous round (the agent missed it, e.g.
+    a restarted agent): its counts are not all from this interval, so no rate yet."""
+    clock, src = Clock(), JobEntries()
+    agent = Agent("oss1", Path("/nonexistent"), [src], clock=clock)
+    agent.collect_round()
+    clock.t += 10
+    src.entries["7"] = (4_000_000.0, 800.0, 900.0)
+    second = agent.collect_round()
+    assert not [r for r in second.server_samples.to_pylist() if r["job_id"] == "7"]

@@ -32,7 +32,9 @@ HOST = "testhost"
 
 
 def dump(readings: list[Reading]) -> list[dict[str, Any]]:
-    rows = [dataclasses.asdict(r) for r in readings]
+    # how the agent rates a counter is not what the source read: left out of the goldens
+    flags = ("sparse", "fresh")
+    rows = [{k: v for k, v in dataclasses.asdict(r).items() if k not in flags} for r in readings]
     return sorted(rows, key=lambda r: (r["kind"], r["component"], r["metric"]))
 
 

@@ -74,15 +74,19 @@ class Agent:
             return
         try:
             raw = json.loads(self.state_file.read_text())
+            if isinstance(raw, dict):  # {"last_round": t, "counters": [[key, value]...]}
+                self.last_round = raw.get("last_round")
+                raw = raw["counters"]
             self.rates.last = {tuple(k): tuple(v) for k, v in raw}  # type: ignore[misc]
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, KeyError):
             log.warning("ignoring unreadable counter state %s", self.state_file)
 
     def _save_state(self) -> None:
         if self.state_file is None:
             return
         tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps([[list(k), list(v)] for k, v in self.rates.last.items()]))
+        counters = [[list(k), list(v)] for k, v in self.rates.last.items()]
+        tmp.write_text(json.dumps({"last_round": self.last_round, "counters": counters}))
         tmp.replace(self.state_file)
 
     # -- one round ----------------------------------------------------------------------
@@ -140,17 +144,30 @@ class Agent:
             g("failures_total", float(h.failures)),
         ]
 
-    def _interval_mean(self, r: Reading, now: float) -> tuple[float, float] | None:
+    @staticmethod
+    def _born(r: Reading, prev_round: float | None) -> float | None:
+        """The previous round's time, if `r` is a counter born since then (`Reading.fresh`)."""
+        if r.fresh is None or prev_round is None:
+            return None
+        # -inf: the file does not say when; first seen since the last round means born since
+        return prev_round if r.fresh == float("-inf") or r.fresh >= prev_round else None
+
+    def _interval_mean(
+        self, r: Reading, now: float, born: float | None = None
+    ) -> tuple[float, float] | None:
         """Mean per event over the interval: delta(sum) / delta(count); None if no events."""
         key = (r.kind, r.component, r.metric, r.job_id)
-        total = self.rates.rate(key, r.value, now)
-        events = self.rates.rate((*key[:2], f"{r.metric}#per", r.job_id), r.per or 0.0, now)
+        total = self.rates.rate(key, r.value, now, born=born)
+        events = self.rates.rate(
+            (*key[:2], f"{r.metric}#per", r.job_id), r.per or 0.0, now, born=born
+        )
         if total is None or events is None or events[0] <= 0:
             return None
         return total[0] / events[0], total[1]
 
     def _to_batch(self, readings: list[Reading], now: float) -> Batch:
-        round_interval = None if self.last_round is None else now - self.last_round
+        prev_round = self.last_round
+        round_interval = None if prev_round is None else now - prev_round
         self.last_round = now
         rows: dict[str, list[object]] = {n: [] for n in METRICS.names}
         wide: dict[tuple[str, str, str | None], dict[str, float]] = {}
@@ -160,13 +177,13 @@ class Agent:
             interval: float | None = None
             value = r.value
             if r.per is not None:
-                mean = self._interval_mean(r, now)
+                mean = self._interval_mean(r, now, self._born(r, prev_round))
                 if mean is None:
                     continue
                 value, interval = mean
             elif r.counter:
                 key = (r.kind, r.component, r.metric, r.job_id)
-                rated = self.rates.rate(key, r.value, now, r.bits)
+                rated = self.rates.rate(key, r.value, now, r.bits, self._born(r, prev_round))
                 if rated is None or (r.sparse and rated[0] == 0):
                     continue
                 value, interval = rated

@@ -36,6 +36,12 @@ class Reading:
     # Report the rated counter only when it moved: per-client counters (an MDS keeps stats
     # for thousands of mostly idle client exports) would otherwise ship rows of zeros.
     sparse: bool = False
+    # For a counter born with its entry (a job_stats entry is created at the job's first
+    # request and starts from zero): when it was born, host clock (2.14+ `start_time`),
+    # or -inf when the file does not say. The first time the agent sees such a counter,
+    # if it was born after the previous round, it is rated from zero over that interval
+    # instead of waiting a round, so a job's first interval of I/O is not lost.
+    fresh: float | None = None
 
 
 class Source(Protocol):

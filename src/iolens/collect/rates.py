@@ -21,10 +21,13 @@ class RateKeeper:
     resets: int = 0
 
     def rate(
-        self, key: Key, value: float, now: float, bits: int = 64
+        self, key: Key, value: float, now: float, bits: int = 64, born: float | None = None
     ) -> tuple[float, float] | None:
-        """(rate per second, interval) since the previous value of `key`; None the first time."""
+        """(rate per second, interval) since the previous value of `key`; None the first
+        time, unless the counter was `born` (from zero) at that time."""
         prev = self.last.get(key)
+        if prev is None and born is not None:
+            prev = (0.0, born)
         self.last[key] = (value, now)
         if prev is None:
             return None

@@ -101,6 +101,14 @@ def histograms(
     return None
 
 
+def born(job: lustre_jobstats.JobStats) -> float:
+    """When a job_stats entry's counters started from zero (`Reading.fresh`): its 2.14+
+    epoch, else -inf (an entry is created at the job's first request, so one that was
+    not there at the previous round was born since)."""
+    epoch = job.epoch
+    return float("-inf") if epoch is None else epoch
+
+
 def integer(root: Path, obd_type: str, target: str, param: str) -> int | None:
     """A one-number parameter file (`kbytesfree`, `threads_started`); None when absent."""
     found = find(root, obd_type, target, param)

@@ -80,7 +80,8 @@ class LustreMdsSource:
             if st is not None:
                 yield from metadata("mdt", mdt, st.by_name(), None, timed=True)
             for job in _lustre.job_stats(root, "mdt", mdt) or []:
-                yield from metadata("mdt", mdt, job.by_name(), job.job_id, timed=True)
+                born = _lustre.born(job)
+                yield from metadata("mdt", mdt, job.by_name(), job.job_id, timed=True, fresh=born)
             yield from clients(root, mdt)
             yield from _lustre.capacity(root, "mdt", mdt, "mdt", osds)
         yield from _lustre.services(root, self.kind, self.host, "mds/MDS", "mdt")
@@ -107,21 +108,25 @@ def metadata(
     job_id: str | None,
     *,
     timed: bool,
+    fresh: float | None = None,
 ) -> Iterator[Reading]:
     """md_ops, md_<op>, Data-on-MDT traffic and (if `timed`) service_us of one MDT or job:
     the mean time per metadata operation, from the `[usecs]` counters of 2.12+ (2.10
     counts `[reqs]` only and gets none)."""
     ops = {name: c for name, c in by.items() if name not in DATA_COUNTERS}
     total = sum(c.samples for c in ops.values())
-    yield Reading(kind, component, "md_ops", float(total), True, job_id)
+    yield Reading(kind, component, "md_ops", float(total), True, job_id, fresh=fresh)
     for name in sorted(set(MDT_OPS) | set(ops)):
         c = ops.get(name)
-        yield Reading(kind, component, f"md_{name}", float(c.samples) if c else 0.0, True, job_id)
+        value = float(c.samples) if c else 0.0
+        yield Reading(kind, component, f"md_{name}", value, True, job_id, fresh=fresh)
     for op in ("read", "write"):
         c = by.get(f"{op}_bytes")
         if c is not None:
-            yield Reading(kind, component, f"{op}_bytes", float(c.sum or 0), True, job_id)
-            yield Reading(kind, component, f"{op}_ops", float(c.samples), True, job_id)
+            yield Reading(
+                kind, component, f"{op}_bytes", float(c.sum or 0), True, job_id, fresh=fresh
+            )
+            yield Reading(kind, component, f"{op}_ops", float(c.samples), True, job_id, fresh=fresh)
     latencies = [c for c in ops.values() if c.unit == "usecs" and c.sum is not None]
     if timed and latencies:
         yield Reading(
@@ -132,4 +137,5 @@ def metadata(
             counter=False,
             job_id=job_id,
             per=float(sum(c.samples for c in latencies)),
+            fresh=fresh,
         )
