@@ -76,12 +76,16 @@ def ar1(rng: np.random.Generator, shape: tuple[int, int], sigma: float, phi: flo
 
 
 def series(
-    rng: np.random.Generator, osts: int, minutes: int, sigma: float, phi: float
+    rng: np.random.Generator, osts: int, minutes: int, sigma: float, phi: float, per_minute: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Latency (us), busy mask, bytes per RPC and write share [ost, minute], fault-free."""
+    """Latency (us), busy mask, bytes per RPC and write share [ost, minute], fault-free.
+
+    The OST's own noise is drawn per agent sample (`per_minute` samples a minute, 1 when
+    `sigma` and `phi` are per-minute values) and averaged over the minute."""
     speed = np.exp(rng.normal(0.0, 0.15, (osts, 1)))
     load = np.exp(ar1(rng, (1, minutes), 0.3, 0.9))
-    own = np.exp(ar1(rng, (osts, minutes), sigma, phi))
+    own = np.exp(ar1(rng, (osts, minutes * per_minute), sigma, phi))
+    own = own.reshape(osts, minutes, per_minute).mean(axis=2)
     size = 2**20 * np.exp(rng.normal(0.0, 0.3, (osts, minutes)))
     writes = rng.uniform(0.0, 1.0, (osts, minutes))
     work = (size / 2**20) ** 0.6 * (1 + 0.5 * writes)
@@ -97,7 +101,9 @@ def detect(latency, busy, size, writes, th: SlowThresholds):
 
 
 def fault_run(rng, args, th, magnitude: float, duration: int) -> Cell:
-    latency, busy, size, writes = series(rng, args.osts, args.minutes, args.sigma, args.ar1)
+    latency, busy, size, writes = series(
+        rng, args.osts, args.minutes, args.sigma, args.ar1, args.samples_per_minute
+    )
     victim = int(rng.integers(args.osts))
     start = int(rng.integers(60, args.minutes - duration - 30))
     latency[victim, start : start + duration] *= magnitude
@@ -122,7 +128,7 @@ def free_runs(rng, args, th) -> tuple[int, float]:
     false = 0
     for _ in range(runs):
         latency, busy, size, writes = series(
-            rng, args.osts, days_per_run * 1440, args.sigma, args.ar1
+            rng, args.osts, days_per_run * 1440, args.sigma, args.ar1, args.samples_per_minute
         )
         false += sum(len(s) for s in detect(latency, busy, size, writes, th))
     return false, runs * args.osts * days_per_run
@@ -135,6 +141,12 @@ def main() -> None:
     ap.add_argument("--minutes", type=int, default=1440, help="length of each fault run")
     ap.add_argument("--sigma", type=float, default=real.service_sigma)
     ap.add_argument("--ar1", type=float, default=real.service_ar1)
+    ap.add_argument(
+        "--samples-per-minute",
+        type=int,
+        default=1,
+        help="6: --sigma/--ar1 are per 10-s agent sample (as Realism's), averaged per minute",
+    )
     ap.add_argument("--runs", type=int, default=200, help="runs per magnitude x duration")
     ap.add_argument("--free-days", type=float, default=1000, help="fault-free component-days")
     ap.add_argument("--seed", type=int, default=None, help="repeat a printed seed")
@@ -147,8 +159,9 @@ def main() -> None:
     rng = np.random.default_rng(seed)
     th = SlowThresholds(k=args.k, false_alarm_minutes=args.false_alarm_minutes)
     p = th.shift()
+    per = "minute" if args.samples_per_minute == 1 else f"{60 // args.samples_per_minute}-s sample"
     print(
-        f"seed {seed}; {args.osts} OSTs, noise sigma {args.sigma} ar1 {args.ar1} per minute; "
+        f"seed {seed}; {args.osts} OSTs, noise sigma {args.sigma} ar1 {args.ar1} per {per}; "
         f"CUSUM k={p.k} h={p.h:.2f} (false_alarm_minutes={p.false_alarm_minutes:g}); "
         f"{args.runs} runs of {args.minutes} min per cell"
     )

@@ -16,22 +16,26 @@ bench (`bench/slow_ost_roc.py`) run the same code. The steps, each for a reason:
    with itself); else the component's own latency. A component keeps the reference it has
    in most of its busy minutes and skips the others (the two kinds of log-ratio have
    different noise, and the test needs one noise model). Its usual level under that
-   reference (the median over the hours before the minute) is subtracted, so an OST that
-   is always 20 % slower than the others (hardware, fill level) is normal for it, and a
-   shift in progress does not raise its own baseline.
-3. **Noise from the data.** Per-minute latencies are correlated (AR(1)); the lag-1
-   correlation `phi` is estimated robustly (Gnanadesikan-Kettenring, with MADs) and the
-   series pre-whitened, `e_t = d_t - phi * d_{t-1}`; `sigma` is 1.4826 x the MAD of `e`,
-   pooled over the components of a group and per reference kind. `u = e / sigma` is then
-   close to independent N(0, 1) while nothing changes, clipped to +-`clip` so that no
-   single minute decides.
+   reference is subtracted, so an OST that is always 20 % slower than the others
+   (hardware, fill level) is normal for it. That level is the lower quartile plus 0.6745
+   noise sigmas (the median, for noise alone): slowness only ever raises latency, so a
+   shift covering up to three quarters of the loaded busy minutes cannot become the
+   normal it is measured against.
+3. **Noise from the data.** Per-minute latencies are correlated (AR(1)); `phi` and the
+   innovations' `sigma` are estimated robustly from first differences (MADs, which a
+   level shift touches only at its ends), pooled over the components of a group and per
+   reference kind, and the series pre-whitened: `u_t = (d_t - phi * d_{t-1}) / sigma` is
+   close to independent N(0, 1) while nothing changes. What AR(1) leaves correlated is
+   measured by batch means (the long-run variance) and `u` stretched by it, so sums of
+   `u` (which is what a CUSUM is) vary as the test assumes; then `u` is clipped to
+   +-`clip` so that no single minute decides.
 4. **One-sided CUSUM** `S_t = max(0, S_{t-1} + u_t - k)`, alarm at `S > h`. For independent
    N(0, 1) input, Siegmund's approximation gives the average run length between false
    alarms as a function of `h`; `h` is solved for `false_alarm_minutes`, so the threshold
    follows from a false-alarm rate, not from any fault size. The episode starts where the
-   excursion that alarmed began (the CUSUM change-point estimate), and ends at the peak of
-   `S` (the last minute the shift still added evidence), once `S` has fallen `h` below its
-   peak (the same amount of evidence that the shift reversed) or back to 0.
+   excursion that alarmed began (the CUSUM change-point estimate); its end is found the
+   same way by a second CUSUM, for a fall from the episode's own mean back to normal,
+   with the same threshold: the episode ends where that fall began.
 """
 
 from __future__ import annotations
@@ -89,6 +93,7 @@ class Noise:
     ar1: float  # lag-1 correlation of the log-ratio
     sigma: float  # standard deviation of the innovations, log units
     minutes: int  # busy minutes it was estimated from
+    long_run: float = 1.0  # what the innovations' sd was stretched by (see `_long_run`)
 
 
 @dataclass
@@ -105,6 +110,7 @@ class Shift:
     size_elasticity: float
     write_factor: float
     unassessed: dict[int, int]  # busy minutes per mode left out for want of noise data
+    short: np.ndarray  # [component]: too few busy minutes to know its usual level
 
 
 def standardise(
@@ -133,16 +139,13 @@ def standardise(
     adjusted = y - b_size * np.nan_to_num(size - _nanmedian(size)) - b_write * np.nan_to_num(mix)
 
     peer_ref, peers = _leave_one_out_median(np.where(mode == PEERS, adjusted, np.nan))
-    ratio = np.where(
-        mode == PEERS, adjusted - peer_ref, np.where(mode == HISTORY, adjusted, np.nan)
-    )
-    # minus the component's usual level under its reference (its usual log-ratio to its
-    # peers, or its usual latency), learnt from the hours before each minute
-    ratio = ratio - np.nan_to_num(_past_median(ratio, PAST_MINUTES))
+    raw = np.where(mode == PEERS, adjusted - peer_ref, np.where(mode == HISTORY, adjusted, np.nan))
 
+    ratio = np.full(y.shape, np.nan)
     u = np.full(y.shape, np.nan)
     noise: dict[int, Noise] = {}
     unassessed: dict[int, int] = {}
+    short = np.zeros(y.shape[0], bool)
     for m in (PEERS, HISTORY):
         here = mode == m
         if not here.any():
@@ -150,15 +153,22 @@ def standardise(
         if here.sum() < p.min_noise_minutes:
             unassessed[m] = int(here.sum())
             continue
-        nz = _noise(ratio, here, p.min_sigma)
-        noise[m] = nz
+        nz = _noise(raw, here)  # from differences: each row's level cancels
+        level = _usual(raw, here, nz.sigma / math.sqrt(1 - nz.ar1**2))
+        nz = Noise(nz.ar1, max(nz.sigma, p.min_sigma), nz.minutes)  # the floor: for the test only
+        short |= here.any(axis=1) & np.isnan(level)
+        here &= np.isfinite(level)[:, None]
+        d = raw - np.nan_to_num(level)[:, None]
+        ratio = np.where(here, d, ratio)
         prev_ok = np.zeros_like(here)
         prev_ok[:, 1:] = here[:, 1:] & here[:, :-1]
-        prev = np.zeros_like(ratio)
-        prev[:, 1:] = ratio[:, :-1]
+        prev = np.zeros_like(d)
+        prev[:, 1:] = d[:, :-1]
         stationary = nz.sigma / math.sqrt(1 - nz.ar1**2)
-        e = np.where(prev_ok, (ratio - nz.ar1 * np.nan_to_num(prev)) / nz.sigma, ratio / stationary)
-        u = np.where(here, np.clip(e, -p.clip, p.clip), u)
+        e = np.where(prev_ok, (d - nz.ar1 * np.nan_to_num(prev)) / nz.sigma, d / stationary)
+        stretch = _long_run(e, here)
+        noise[m] = Noise(nz.ar1, nz.sigma, nz.minutes, stretch)
+        u = np.where(here, np.clip(e / stretch, -p.clip, p.clip), u)
     return Shift(
         busy=busy,
         mode=mode,
@@ -170,6 +180,7 @@ def standardise(
         size_elasticity=b_size,
         write_factor=math.exp(b_write),
         unassessed=unassessed,
+        short=short,
     )
 
 
@@ -247,50 +258,77 @@ def _leave_one_out_median(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return med, np.where(np.isfinite(a), m, 0)
 
 
-#: Busy minutes a component's usual level is learnt from, at the least; and the block
-#: (minutes) over which that level is held fixed.
-PAST_MINUTES = 30
-_BLOCK = 60
+#: Busy minutes a component's usual level is learnt from, at the least.
+LEAST_MINUTES = 30
+#: The lower quartile of a normal variable lies this many sigmas below its mean.
+_Q25 = 0.6745
 
 
-def _past_median(a: np.ndarray, least: int) -> np.ndarray:
-    """Per cell, the median of its row over the whole blocks of `_BLOCK` minutes before it.
+def _usual(raw: np.ndarray, here: np.ndarray, sigma: float) -> np.ndarray:
+    """Per component, its usual level: lower quartile + 0.6745 sigma over its `here` cells.
 
-    A shift in progress thus never raises its own baseline: the reference is what was known
-    before (what an analysis running every hour had). Until a row has `least` finite values
-    before a block, its first `least` values (or all it has) stand in."""
-    rows, cols = a.shape
-    out = np.full(a.shape, np.nan)
-    finite = np.isfinite(a)
-    count = np.cumsum(finite, axis=1)
-    first = np.full(rows, np.nan)
-    for i in range(rows):
-        enough = np.flatnonzero(count[i] >= least)
-        end = int(enough[0]) + 1 if enough.size else cols
-        if finite[i, :end].any():
-            first[i] = float(np.median(a[i, :end][finite[i, :end]]))
-    for start in range(0, cols, _BLOCK):
-        before = count[:, start - 1] if start else np.zeros(rows, np.int64)
-        known = _nanmedian(a[:, :start], axis=1) if start else np.full(rows, np.nan)
-        out[:, start : start + _BLOCK] = np.where(before >= least, known, first)[:, None]
-    return out
+    For noise alone that is the median; but a fault only ever raises latency, and the
+    lower quartile is the last statistic it moves, so a slowdown covering up to about
+    three quarters of a component's busy minutes does not become its normal (a median
+    would give way at half). A component with fewer than `LEAST_MINUTES` busy minutes
+    takes the level of all of them together (a forwarder busy for ten minutes is judged
+    against its kind's usual latency); NaN when even they are too few."""
+
+    def level(values: np.ndarray) -> float:
+        if values.size < LEAST_MINUTES:
+            return np.nan
+        return float(np.percentile(values, 25)) + _Q25 * sigma
+
+    own = np.array([level(raw[i][here[i]]) for i in range(raw.shape[0])])
+    return np.where(np.isnan(own), level(raw[here]), own)
 
 
 def _mad(x: np.ndarray) -> float:
     return 1.4826 * float(np.median(np.abs(x - np.median(x)))) if x.size else 0.0
 
 
-def _noise(ratio: np.ndarray, here: np.ndarray, min_sigma: float) -> Noise:
-    """Robust AR(1) coefficient and innovation sigma of `ratio` over the cells `here`."""
-    pair = here[:, 1:] & here[:, :-1]
-    x, y = ratio[:, :-1][pair], ratio[:, 1:][pair]
-    phi = 0.0
-    if x.size >= _MIN_FIT_POINTS:
-        plus, minus = _mad(x + y) ** 2, _mad(x - y) ** 2
-        if plus + minus > 0:
-            phi = min(max((plus - minus) / (plus + minus), 0.0), 0.95)
-    resid = y - phi * x if x.size >= _MIN_FIT_POINTS else ratio[here] * math.sqrt(1 - phi**2)
-    return Noise(ar1=phi, sigma=max(_mad(resid), min_sigma), minutes=int(here.sum()))
+def _noise(ratio: np.ndarray, here: np.ndarray) -> Noise:
+    """Robust AR(1) coefficient and innovation sigma of `ratio` over the cells `here`.
+
+    Both come from first differences, which a level shift touches only at its two ends
+    (the shift itself, a quarter of a short history perhaps, would otherwise pass for
+    slow correlation): for AR(1), the lag-1 correlation of the differences is
+    -(1 - phi) / 2 and their variance 2 sigma^2 / (1 + phi). The correlation is the
+    Gnanadesikan-Kettenring one with MADs, so the few large differences do not count."""
+    three = here[:, 2:] & here[:, 1:-1] & here[:, :-2]
+    diff = ratio[:, 1:] - ratio[:, :-1]
+    x, y = diff[:, :-1][three], diff[:, 1:][three]
+    if x.size < _MIN_FIT_POINTS:
+        return Noise(0.0, _mad(ratio[here]), int(here.sum()))
+    plus, minus = _mad(x + y) ** 2, _mad(x - y) ** 2
+    rho = (plus - minus) / (plus + minus) if plus + minus > 0 else -0.5
+    phi = min(max(1 + 2 * rho, 0.0), 0.95)
+    sigma = _mad(np.concatenate([x, y])) * math.sqrt((1 + phi) / 2)
+    return Noise(ar1=phi, sigma=sigma, minutes=int(here.sum()))
+
+
+#: Minutes per batch of the long-run variance check, and the batches it needs.
+_BATCH = 15
+_MIN_BATCHES = 20
+
+
+def _long_run(e: np.ndarray, here: np.ndarray) -> float:
+    """How much to stretch the innovations so that their long-run variance is 1 (never < 1).
+
+    AR(1) is a model: what it leaves correlated (the median of several AR(1) series is not
+    quite AR(1); a load cycle is slower) makes sums of innovations vary more than their
+    count, and the CUSUM is a sum. Batch means over `_BATCH` busy minutes measure that:
+    `_BATCH x var(batch mean)` is the long-run variance (robustly, by MAD, so batches in a
+    shift do not count). Without enough batches nothing is stretched."""
+    cols = e.shape[1] // _BATCH * _BATCH
+    if cols == 0:
+        return 1.0
+    shape = (e.shape[0], cols // _BATCH, _BATCH)
+    full = here[:, :cols].reshape(shape).all(axis=2)
+    means = e[:, :cols].reshape(shape).mean(axis=2)[full]
+    if means.size < _MIN_BATCHES:
+        return 1.0
+    return max(1.0, math.sqrt(_BATCH) * _mad(means))
 
 
 @dataclass(frozen=True)
@@ -299,48 +337,82 @@ class Segment:
 
     start: int  # first minute of the excursion that alarmed (the change point)
     alarm: int  # minute the CUSUM crossed h
-    end: int  # last minute of the shift (peak of the CUSUM)
-    ongoing: bool  # still alarming at the last minute of data
+    end: int  # last minute of the shift (before the reversal's change point)
+    ongoing: bool  # no evidence yet that the shift reversed, at the last minute of data
     peak: float  # the CUSUM at its peak, sigmas
 
 
+@dataclass
+class _Open:
+    """An alarm whose end is still sought: a second CUSUM, for a fall from the episode's
+    own mean `m` back to 0, `D = max(0, D + m / 2 - u)`: the reference value halfway
+    between the two levels, as for any CUSUM between two known means, so that `m`, an
+    estimate from the minutes that raised the alarm (and so somewhat high), can be off
+    by a good deal before `D` drifts up within the shift."""
+
+    start: int
+    alarm: int
+    total: float  # sum and count of u over the minutes that belong to the shift
+    count: float
+    peak: float
+    last_in: int  # last minute with D at 0: still in the shift
+    d: float = 0.0
+
+    def step(self, t: int, x: float, s: float) -> None:
+        self.d = max(0.0, self.d + self.total / self.count / 2 - x)
+        self.peak = max(self.peak, s)
+        if self.d == 0.0:
+            self.last_in = t
+            self.total += x
+            self.count += 1
+
+    def segment(self, ongoing: bool) -> Segment:
+        return Segment(self.start, self.alarm, self.last_in, ongoing, self.peak)
+
+
 def segments(u: np.ndarray, k: float, h: float, max_idle: int) -> list[list[Segment]]:
-    """Step 4 of the module docstring, per component (row of `u`; NaN = no evidence)."""
+    """Step 4 of the module docstring, per component (row of `u`; NaN = no evidence).
+
+    The alarm CUSUM `S` runs over every component at once; an open episode also runs the
+    reversal CUSUM `D` (see `_Open`), and closes when `D > h` (as much evidence that the
+    shift ended as it took to say it began) or `S` is back at 0, or after `max_idle`
+    minutes without evidence. It ends at the reversal's change point."""
     rows, cols = u.shape
     s = np.zeros(rows)
     run_start = np.zeros(rows, np.int64)
+    run_sum = np.zeros(rows)
+    run_n = np.zeros(rows)
     last_seen = np.full(rows, -(10**9), np.int64)
-    alarm = np.full(rows, -1, np.int64)  # -1: not in an episode
-    peak = np.zeros(rows)
-    peak_at = np.zeros(rows, np.int64)
+    episodes: dict[int, _Open] = {}
     out: list[list[Segment]] = [[] for _ in range(rows)]
-
-    def close(i: int, ongoing: bool) -> None:
-        out[i].append(
-            Segment(int(run_start[i]), int(alarm[i]), int(peak_at[i]), ongoing, float(peak[i]))
-        )
-        s[i] = peak[i] = 0.0
-        alarm[i] = -1
-
     for t in range(cols):
-        ut = u[:, t]
-        seen = np.isfinite(ut)
+        seen = np.isfinite(u[:, t])
+        x = np.nan_to_num(u[:, t])
         idle = seen & (t - last_seen > max_idle + 1)
-        for i in np.flatnonzero(idle & (alarm >= 0)):
-            close(int(i), False)
+        for i in np.flatnonzero(idle):
+            if int(i) in episodes:
+                out[i].append(episodes.pop(int(i)).segment(False))
         s[idle] = 0.0
-        before = s.copy()
-        s = np.where(seen, np.maximum(0.0, s + np.nan_to_num(ut) - k), s)
-        started = seen & (before == 0) & (s > 0)
-        run_start[started] = t
+        new = np.where(seen, np.maximum(0.0, s + x - k), s)
+        started = seen & (s == 0) & (new > 0)
+        run_start[started], run_sum[started], run_n[started] = t, 0.0, 0.0
+        grow = seen & (new > 0)
+        run_sum[grow] += x[grow]
+        run_n[grow] += 1
+        s = new
         last_seen[seen] = t
-        fresh = seen & (alarm < 0) & (s > h)
-        alarm[fresh] = t
-        open_ = alarm >= 0
-        higher = open_ & seen & (s >= peak)
-        peak[higher], peak_at[higher] = s[higher], t
-        for i in np.flatnonzero(open_ & seen & ((peak - s > h) | (s == 0))):
-            close(int(i), False)
-    for i in np.flatnonzero(alarm >= 0):  # still open at the end of the data
-        close(int(i), bool(peak[i] - s[i] <= h and cols - 1 - last_seen[i] <= max_idle))
+        for i in np.flatnonzero(seen & (s > h)):
+            if int(i) not in episodes:
+                episodes[int(i)] = _Open(
+                    int(run_start[i]), t, float(run_sum[i]), float(run_n[i]), float(s[i]), t
+                )
+        for i, ep in list(episodes.items()):
+            if not seen[i] or ep.alarm == t:
+                continue
+            ep.step(t, float(x[i]), float(s[i]))
+            if ep.d > h or s[i] == 0:
+                out[i].append(episodes.pop(i).segment(False))
+                s[i] = 0.0
+    for i, ep in episodes.items():  # still open at the end of the data
+        out[i].append(ep.segment(ep.d <= h and cols - 1 - last_seen[i] <= max_idle))
     return out
