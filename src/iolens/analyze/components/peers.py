@@ -50,16 +50,18 @@ from iolens.analyze.speed_classes import client_speed_evidence
 
 @dataclass(frozen=True)
 class SlowThresholds:
-    """The test's settings; what each is and why it is set so: docs/diagnosis.md."""
+    """The test's settings (the statistical ones default to `ShiftParams`'s); what each is
+    and why it is set so: docs/diagnosis.md, slow_ost."""
 
     min_requests: int = 10  # requests in a minute for its mean latency to count
-    min_peers: int = 3  # busy components in a minute (itself included) for a peer reference
-    false_alarm_minutes: float = 1.0e6  # busy minutes per component between false alarms
-    k: float = 0.5  # CUSUM reference value, noise sigmas
-    clip: float = 4.0  # the most one minute can add, sigmas
-    min_sigma: float = 0.02  # noise floor, log units
-    min_noise_minutes: int = 60  # busy minutes needed to learn a reference kind's noise
-    max_idle: int = 30  # minutes without demand after which an episode is closed
+    min_peers: int = ShiftParams.min_peers
+    false_alarm_minutes: float = ShiftParams.false_alarm_minutes
+    k: float = ShiftParams.k
+    clip: float = ShiftParams.clip
+    min_sigma: float = ShiftParams.min_sigma
+    min_noise_minutes: int = ShiftParams.min_noise_minutes
+    max_idle: int = ShiftParams.max_idle
+    min_slowdown: float = ShiftParams.min_slowdown
     warning_factor: float = 1.5  # a shift of at least this much is `warning`, less `info`
     critical_factor: float = 4.0  # ... and of at least this much `critical`
 
@@ -72,6 +74,7 @@ class SlowThresholds:
             min_sigma=self.min_sigma,
             min_noise_minutes=self.min_noise_minutes,
             max_idle=self.max_idle,
+            min_slowdown=self.min_slowdown,
         )
 
 
@@ -175,7 +178,7 @@ def _episodes(
     out = []
     for r_i, ci in enumerate(rows):
         comp = g.ids[ci]
-        busy = sh.busy[r_i]
+        busy = np.isfinite(sh.u[r_i])  # busy minutes the test assessed
         abnormal = np.zeros_like(busy)
         for seg in found[r_i]:
             abnormal[seg.start : seg.end + 1] = True
@@ -202,8 +205,9 @@ def _episodes(
                 ),
                 "method": (
                     "one-sided CUSUM on the log-ratio of latency to the median of busy peers "
-                    "(else the component's own median), pre-whitened and standardised by a "
-                    "robust noise scale; threshold from the false-alarm rate"
+                    "(else the component's own latency) against its usual level, "
+                    "pre-whitened and standardised by a robust noise scale; threshold from "
+                    "the false-alarm rate"
                 ),
                 "latency_source": source,
                 "slowdown": r(slowdown, 2),
@@ -220,6 +224,7 @@ def _episodes(
                     "false_alarm_minutes": p.false_alarm_minutes,
                     "noise_sigma": r(noise.sigma, 4),
                     "noise_ar1": r(noise.ar1, 3),
+                    "noise_stretch": r(noise.long_run, 3),
                     "size_elasticity": r(sh.size_elasticity, 3),
                     "write_factor": r(sh.write_factor, 3),
                 },

@@ -5,12 +5,14 @@ bench (`bench/slow_ost_roc.py`) run the same code. The steps, each for a reason:
 
 1. **Log latency, with the work's part taken out.** A server's mean time per request depends
    on what it is asked (bigger requests take longer, writes and reads cost differently), so
-   `log(latency)` is regressed on `log(bytes per request)` and the write share of requests,
-   all centred the way the comparison is made (on the same minute's peers, or on the
-   component's own history), with a Huber fit that slow minutes cannot pull. The elasticity
-   to size is kept in [0, 1] (a request cannot get cheaper as it grows, nor dearer than in
-   proportion) and the write/read cost ratio within 1/8..8; a covariate that does not vary
-   is left out. What remains is the server's own speed.
+   `log(latency)` is regressed on `log(bytes per request)` and the write share of requests
+   across the components busy in the same minute (all centred on that minute's mean), with
+   a Huber fit that slow minutes cannot pull. The elasticity to size is kept in [0, 1] (a
+   request cannot get cheaper as it grows, nor dearer than in proportion) and the
+   write/read cost ratio within 1/8..8; a covariate that does not vary is left out. What
+   remains is the server's own speed. A group that never has peers is
+   not normalised: in one component's own series, a change of work and a fault arrive
+   together (the jobs that run when it is slow) and a fit would confuse them.
 2. **A reference.** With at least `min_peers` components busy in a minute, the reference is
    the median of the *other* busy ones (leave-one-out, so a component is never compared
    with itself); else the component's own latency. A component keeps the reference it has
@@ -29,10 +31,13 @@ bench (`bench/slow_ost_roc.py`) run the same code. The steps, each for a reason:
    measured by batch means (the long-run variance) and `u` stretched by it, so sums of
    `u` (which is what a CUSUM is) vary as the test assumes; then `u` is clipped to
    +-`clip` so that no single minute decides.
-4. **One-sided CUSUM** `S_t = max(0, S_{t-1} + u_t - k)`, alarm at `S > h`. For independent
-   N(0, 1) input, Siegmund's approximation gives the average run length between false
-   alarms as a function of `h`; `h` is solved for `false_alarm_minutes`, so the threshold
-   follows from a false-alarm rate, not from any fault size. The episode starts where the
+4. **One-sided CUSUM** `S_t = max(0, S_{t-1} + u_t - k)`, alarm at `S > h`. For
+   independent N(0, 1) input, Siegmund's approximation gives the average run length
+   between false alarms as a function of `h`; `h` is solved for `false_alarm_minutes`, so
+   the threshold follows from a false-alarm rate, not from any fault size. (When the noise
+   is so small that half of `min_slowdown` is more than `k` sigmas, `u` is lowered by the
+   difference: a quiet server's 5 % shift is certain, and not worth an episode; false
+   alarms only get rarer.) The episode starts where the
    excursion that alarmed began (the CUSUM change-point estimate); its end is found the
    same way by a second CUSUM, for a fall from the episode's own mean back to normal,
    with the same threshold: the episode ends where that fall began.
@@ -61,10 +66,11 @@ class ShiftParams:
     min_peers: int = 3  # busy components in a minute for a peer reference (itself included)
     false_alarm_minutes: float = 1.0e6  # average busy minutes between false alarms
     k: float = 0.5  # CUSUM reference value, in noise sigmas
-    clip: float = 4.0  # no minute adds more than this many sigmas
-    min_sigma: float = 0.02  # noise floor (log units): 2 %, below any real server's
+    clip: float = 5.0  # no minute adds more than this many sigmas
+    min_sigma: float = 0.02  # noise floor (log units), for noise-free series (a simulator)
     min_noise_minutes: int = 60  # busy minutes needed to learn the noise of a reference kind
     max_idle: int = 30  # minutes without demand after which the CUSUM forgets
+    min_slowdown: float = 1.25  # a smaller shift is not worth an episode, however sure
 
     @property
     def h(self) -> float:
@@ -110,7 +116,6 @@ class Shift:
     size_elasticity: float
     write_factor: float
     unassessed: dict[int, int]  # busy minutes per mode left out for want of noise data
-    short: np.ndarray  # [component]: too few busy minutes to know its usual level
 
 
 def standardise(
@@ -145,7 +150,6 @@ def standardise(
     u = np.full(y.shape, np.nan)
     noise: dict[int, Noise] = {}
     unassessed: dict[int, int] = {}
-    short = np.zeros(y.shape[0], bool)
     for m in (PEERS, HISTORY):
         here = mode == m
         if not here.any():
@@ -156,7 +160,6 @@ def standardise(
         nz = _noise(raw, here)  # from differences: each row's level cancels
         level = _usual(raw, here, nz.sigma / math.sqrt(1 - nz.ar1**2))
         nz = Noise(nz.ar1, max(nz.sigma, p.min_sigma), nz.minutes)  # the floor: for the test only
-        short |= here.any(axis=1) & np.isnan(level)
         here &= np.isfinite(level)[:, None]
         d = raw - np.nan_to_num(level)[:, None]
         ratio = np.where(here, d, ratio)
@@ -168,7 +171,10 @@ def standardise(
         e = np.where(prev_ok, (d - nz.ar1 * np.nan_to_num(prev)) / nz.sigma, d / stationary)
         stretch = _long_run(e, here)
         noise[m] = Noise(nz.ar1, nz.sigma, nz.minutes, stretch)
-        u = np.where(here, np.clip(e / stretch, -p.clip, p.clip), u)
+        # On a quiet series even a 5 % shift is certain; the CUSUM's reference value is
+        # then raised to half the smallest slowdown worth reporting, in noise units.
+        least = math.log(p.min_slowdown) * (1 - nz.ar1) / (nz.sigma * stretch) / 2
+        u = np.where(here, np.clip(e / stretch - max(0.0, least - p.k), -p.clip, p.clip), u)
     return Shift(
         busy=busy,
         mode=mode,
@@ -180,7 +186,6 @@ def standardise(
         size_elasticity=b_size,
         write_factor=math.exp(b_write),
         unassessed=unassessed,
-        short=short,
     )
 
 
@@ -191,14 +196,13 @@ def _nanmedian(a: np.ndarray, axis: int | None = None) -> np.ndarray:
 
 
 def _centred(a: np.ndarray, mode: np.ndarray) -> np.ndarray:
-    """`a` minus its mean over the same minute's peers (PEERS) or the component (HISTORY):
-    the fixed-effects form of the regression, so only differences within a minute (or
-    within a component's history) inform it."""
+    """`a` minus its mean over the same minute's peers, on PEERS cells (NaN elsewhere): the
+    fixed-effects form of the regression, so only differences between components at the
+    same time inform it."""
+    peer = np.where(mode == PEERS, a, np.nan)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        by_minute = a - np.nanmean(np.where(mode == PEERS, a, np.nan), axis=0)[None, :]
-        by_component = a - np.nanmean(np.where(mode == HISTORY, a, np.nan), axis=1)[:, None]
-    return np.where(mode == PEERS, by_minute, np.where(mode == HISTORY, by_component, np.nan))
+        return peer - np.nanmean(peer, axis=0)[None, :]
 
 
 #: Bounds of the work fit (module docstring, step 1), and the least spread worth fitting.
