@@ -13,6 +13,7 @@ import json
 from datetime import timedelta
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from iolens.analyze.components import analyze_components, component_gaps
@@ -28,6 +29,7 @@ from iolens.analyze.components.shift import (
     standardise,
 )
 from iolens.analyze.components.slow_ost import SlowOst
+from iolens.model.schema import COMPONENTS
 from tests.analyze.test_components import T0, make_store, sample
 
 P = ShiftParams()
@@ -165,7 +167,8 @@ OSTS = [f"fs-OST{i:04x}" for i in range(6)]
 
 
 def ost_rows(minutes: int, seed: int, slow: dict[str, range], svc: bool = True) -> list[dict]:
-    """Six busy OSTs, 10-s samples, log-normal AR(1) service time per minute."""
+    """Six busy OSTs, 10-s samples, log-normal AR(1) service time per minute; their OSS's
+    `ost_io` queue, and a per-OST queue gauge no real source has (the old simulator's)."""
     rng = np.random.default_rng(seed)
     noise = np.exp(ar1(rng, len(OSTS), minutes, 0.2, 0.5))
     rows = []
@@ -184,8 +187,11 @@ def ost_rows(minutes: int, seed: int, slow: dict[str, range], svc: bool = True) 
                     write_ops=200,
                     md_ops=3,
                     service_us=2500.0 * factor if svc else None,
+                    queue_len=3.0,
                 )
             )
+    for t in range(10, minutes * 60 + 1, 10):
+        rows.append(sample(t, "oss", "oss1", wait_us=800.0, queue_len=5.0, active_threads=12.0))
     return rows
 
 
@@ -193,7 +199,8 @@ def ost_rows(minutes: int, seed: int, slow: dict[str, range], svc: bool = True) 
 def test_detector_on_a_noisy_store(tmp_path, fault):
     slow = {OSTS[2]: range(90, 130)} if fault else {}
     comps = [(o, "ost", None, None) for o in OSTS]
-    with make_store(tmp_path, comps, ost_rows(240, 21, slow)) as store:
+    with make_store(tmp_path, [], ost_rows(240, 21, slow)) as store:
+        store.append("components", parented(comps))
         analyze_components(store, detectors=[SlowOst()])
         found = store.query("SELECT * FROM anomalies").to_pylist()
         assert component_gaps(store) == []
@@ -208,7 +215,23 @@ def test_detector_on_a_noisy_store(tmp_path, fault):
     assert ev["baseline"] == "peers" and ev["peers"] == 5
     assert ev["slowdown"] == pytest.approx(2, rel=0.25) and e["severity"] == "warning"
     assert "queue_len" not in ev and "active_threads" not in ev  # no such per-OST fields
+    assert ev["parent"] == {
+        "kind": "oss",
+        "id": "oss1",
+        "wait_us": 800.0,
+        "queue_len": 5.0,
+        "active_threads": 12.0,
+    }
     assert ev["test"]["h"] == pytest.approx(SlowThresholds().shift().h, abs=0.01)
+
+
+def parented(comps: list[tuple[str, str, float | None, float | None]]) -> pa.Table:
+    """Topology rows of OSTs served by `oss1`."""
+    rows = [
+        {"component_id": c, "kind": k, "parent": "oss1", "peak_bw": bw, "peak_ops": ops}
+        for c, k, bw, ops in comps
+    ]
+    return pa.Table.from_pylist(rows, schema=COMPONENTS)
 
 
 def test_osts_with_traffic_but_no_latency_are_a_gap(tmp_path):

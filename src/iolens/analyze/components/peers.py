@@ -235,10 +235,12 @@ def _episodes(
                 "slow_requests": int(lat.requests[ci, sl][ab].sum()),
                 "duration_class": duration_class(start, end),
                 "jobs": _jobs(shares, comp, seg.start, seg.end),
-                **_queue(g, ci, sl),
+                # a component's own queue where its source has one (a forwarder daemon);
+                # an OST's queue is its server's, below
+                **(_queue(g, ci, sl) if parent_kind is None else {}),
                 **verdict(abnormal, busy, seg.end),
             }
-            parent = _parent_queue(ctx, peaks.get(comp), parent_kind, sl)
+            parent = _parent_queue(ctx, peaks.get(comp), parent_kind, start, end)
             if parent:
                 evidence["parent"] = parent
             client = client_speed_evidence(ctx, component_kind, comp, start, end)
@@ -280,18 +282,28 @@ def _queue(g: Grid, ci: int, sl: slice) -> dict[str, Any]:
 
 
 def _parent_queue(
-    ctx: Context, topo: dict[str, Any] | None, parent_kind: str | None, sl: slice
+    ctx: Context, topo: dict[str, Any] | None, parent_kind: str | None, start: Any, end: Any
 ) -> dict[str, Any] | None:
     """The parent server's service queue over the episode (the OSS `ost_io` service of an
-    OST): per host, not per target, so it is evidence, never the test. Every grid starts at
-    the same minute, so the episode's columns are the parent's too."""
+    OST): per host, not per target, so it is evidence, never the test. Time-weighted:
+    service rows carry no request counts to weight by."""
     if not parent_kind or not topo or not topo.get("parent"):
         return None
-    pg = ctx.grid(parent_kind)
-    if topo["parent"] not in pg.ids:
-        return None
-    q = _queue(pg, pg.ids.index(topo["parent"]), sl)
-    return {"kind": parent_kind, "id": topo["parent"], **q} if q else None
+    rows = ctx.store.query(
+        """
+        SELECT sum(wait_us * interval_s) / nullif(sum(interval_s) FILTER (wait_us IS NOT NULL), 0)
+            AS wait_us,
+          sum(queue_len * interval_s)
+            / nullif(sum(interval_s) FILTER (queue_len IS NOT NULL), 0) AS queue_len,
+          sum(active_threads * interval_s)
+            / nullif(sum(interval_s) FILTER (active_threads IS NOT NULL), 0) AS active_threads
+        FROM server_samples
+        WHERE kind = ? AND component_id = ? AND job_id IS NULL AND ts > ? AND ts <= ?
+        """,
+        [parent_kind, topo["parent"], start, end],
+    ).to_pylist()
+    found = {k: r(v, 2) for k, v in (rows[0] if rows else {}).items() if v is not None}
+    return {"kind": parent_kind, "id": topo["parent"], **found} if found else None
 
 
 def _peer_bandwidth(
