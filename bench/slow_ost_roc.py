@@ -4,25 +4,29 @@ Runs the detector's own statistics (`iolens.analyze.components.shift`: the same
 `standardise` and `segments` that `slow_ost` calls on the store's series) on per-minute
 latency series generated here, so thousands of runs take minutes. The data, per run:
 
-- `--osts` OSTs busy in ~95 % of minutes (idle minutes at random), `--minutes` long;
+- `--osts` OSTs busy in ~95 % of minutes (idle minutes at random), `--minutes` long (a
+  day: the detector learns each OST's usual level from its loaded history, 96 h in
+  service, so a run much shorter than the fault would understate it);
 - per OST a fixed speed (log-normal, sd 0.15: real OSTs of one pool differ by 10-30 %,
-  the DDN AI400X2 capture's two OSTs by 27 % on reads), a shared load factor (AR(1) in
-  log, sd 0.3: busy hours slow every OST), and the OST's own noise: log-normal with sd
-  `sigma`, AR(1) with `--ar1` (defaults: `iolens.simulate.realism.Realism`'s
-  `service_sigma` and `service_ar1`, taken here as per-minute values, which overstates the
-  noise: a minute averages six 10-s samples);
+  the DDN AI400X2 capture's two OSTs by 27 % on reads), a shared load factor (AR(1) 0.9
+  in log, sd 0.3: busy hours slow every OST), and the OST's own noise: log-normal with sd
+  `--sigma`, AR(1) `--ar1` (defaults: `iolens.simulate.realism.Realism`'s `service_sigma`
+  and `service_ar1`), per minute, or per agent sample averaged over each minute with
+  `--samples-per-minute 6` (how `Realism` defines them: 10-s samples);
 - bytes per RPC varying per OST and minute (log sd 0.3) with latency ~ size^0.6, and a
   write share with writes 1.5x dearer, so the work normalisation is exercised;
-- with a fault: one OST's latency multiplied by `magnitude` for `duration` minutes,
+- with a fault: one OST's latency multiplied by the magnitude for the duration,
   starting at a random minute after the first hour.
 
 A fault counts as found when an episode on its OST overlaps it (2 minutes of slack);
 every other episode is a false one. Time to detect: the alarm's minute minus the fault's
-first. Fault-free runs (`--free-days`) give false episodes per 100 component-days.
-Seeds are drawn fresh at each run and printed; `--seed` repeats one.
+first. Fault-free runs (`--free-days`, a week each) give false episodes per 100
+component-days. Seeds are drawn fresh at each run and printed; `--seed` repeats one.
 
-    python bench/slow_ost_roc.py                       # the table in docs/diagnosis.md
-    python bench/slow_ost_roc.py --runs 50 --free-days 20   # quicker
+    python bench/slow_ost_roc.py                            # docs/diagnosis.md, slow_ost
+    python bench/slow_ost_roc.py --samples-per-minute 6     # Realism's noise as it means it
+    python bench/slow_ost_roc.py --osts 12 | --sigma 0.5    # more peers | twice the noise
+    python bench/slow_ost_roc.py --runs 20 --free-days 56   # quicker
 """
 
 from __future__ import annotations

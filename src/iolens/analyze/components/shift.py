@@ -210,6 +210,7 @@ _SIZE_BOUNDS = (0.0, 1.0)
 _WRITE_BOUNDS = (-math.log(8), math.log(8))
 _MIN_SPREAD = 0.05
 _MIN_FIT_POINTS = 30
+_MAX_FIT_POINTS = 100_000
 
 
 def _work_fit(
@@ -222,6 +223,10 @@ def _work_fit(
     ok = np.isfinite(yc) & np.isfinite(sc) & np.isfinite(wc)
     if ok.sum() < _MIN_FIT_POINTS:
         return 0.0, 0.0
+    if ok.sum() > _MAX_FIT_POINTS:  # two numbers need no more: every n-th point, in order
+        keep = np.flatnonzero(ok)
+        ok = np.zeros_like(ok)
+        ok[keep[:: -(-keep.size // _MAX_FIT_POINTS)]] = True
     columns = [
         i
         for i, x in enumerate((sc[ok], wc[ok]))
