@@ -1,9 +1,9 @@
 """Golden replays: a fail-slow OST written into real Lustre captures, found end to end.
 
-Each case writes two hours of one-minute sample folders from a real OSS capture with
-ordinary striped traffic and mild noise (`oss_replay.write_replay`), one OST twice as slow
-for 30 minutes (its latency sums grow twice as fast for the same RPCs), then runs what a
-site runs: `iolens import lustre DIR --host H` (the real agent sources) and
+Each case writes two or three hours of one-minute sample folders from a real OSS capture
+with ordinary striped traffic and mild noise (`oss_replay.write_replay`), one OST twice as
+slow for 30 or 60 minutes (its latency sums grow twice as fast for the same RPCs), then
+runs what a site runs: `iolens import lustre DIR --host H` (the real agent sources) and
 `iolens anomalies --json`. Each asserts exactly one `slow_ost` episode, on the right OST,
 starting and ending within a few minutes of the written fault; the healthy control of the
 same capture and seed gives none.
@@ -48,6 +48,7 @@ class Case:
     source: str  # the latency field the episode must name
     baseline: str  # peers or history
     options: tuple[tuple[str, Any], ...] = ()
+    minutes: int = 120
 
 
 CASES = {
@@ -58,6 +59,7 @@ CASES = {
         USECS,
         "history",
         (("job_stats_from", DDN_JOBS / "es01a-OST0001" / "job_stats"),),
+        minutes=180,  # the own-history reference needs more normal minutes around the fault
     ),
     "lustre-2.10-hpe": Case(
         HPE,
@@ -65,6 +67,7 @@ CASES = {
         IO_TIME,
         "peers",
         (("rpc_bytes", 4 << 20), ("read_rpcs", 600.0), ("write_rpcs", 200.0), ("read_us", 8000.0)),
+        minutes=180,  # power-of-two buckets add noise and correlation: a longer history
     ),
 }
 
@@ -75,7 +78,9 @@ def replay(tmp: Path, case: Case, fault: Fault | None, **override: Any) -> dict[
         pytest.skip(f"capture not available: {case.capture}")
     folders, db = tmp / "samples", tmp / "replay.duckdb"
     options = dict(case.options) | override
-    write_replay(case.capture, folders, start=START, minutes=180, seed=7, fault=fault, **options)
+    write_replay(
+        case.capture, folders, start=START, minutes=case.minutes, seed=7, fault=fault, **options
+    )
     res = run_cli("import", "lustre", str(folders), "--host", "oss1", "--db", str(db), "--json")
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["source_failures"] == {}
