@@ -322,11 +322,13 @@ def _bucket_lines(counts: dict[int, list[int]]) -> list[str]:
     if not used:
         return []
     lo, hi = used[0], used[-1]
+    # Lustre prints every bucket between the ends: powers of two in log2 sections, every
+    # integer in linear ones (`discontiguous pages` 0, 1, 2 ..., `disk I/Os in flight`).
+    linear = any(v & (v - 1) for v in counts) or 0 in counts
     v = lo
-    while v < hi:  # fill powers of two Lustre prints between the ends
-        if v not in counts:
-            counts[v] = [0, 0]
-        v *= 2
+    while v < hi:
+        counts.setdefault(v, [0, 0])
+        v = v + 1 if linear else v * 2
     values = [v for v in sorted(counts) if lo <= v <= hi]
     totals = [sum(counts[v][i] for v in values) for i in (0, 1)]
     cum = [0, 0]

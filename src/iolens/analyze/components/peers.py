@@ -1,16 +1,20 @@
-"""Fail-slow servers by peer comparison: the engine behind `slow_ost` and `slow_forwarder`.
+"""Fail-slow servers as a sustained shift: the engine behind `slow_ost` and `slow_forwarder`.
 
-Beacon (4.2, Appendix B) spots a forwarder or OST that serves "at a much slower pace than
-its peers" under homogeneous load. Per minute and component we estimate the mean time a
-request spends in service (the request-weighted `service_us`, or by Little's law busy
-threads / request rate when a source has no service time) and compare it with the median
-of the peers that had demand in the same minute (robust z-score with the median absolute
-deviation). Comparing at the same time cancels what all servers share (a busy period,
-request mix); with too few peers busy (two forwarders, one MDS) the baseline is the kind's
-healthy history instead: a low percentile of its per-minute service times over the
-look-back, which a fault covering less than most of the history cannot move.
+Beacon (4.2, Appendix B) looks for a forwarder or OST that serves "at a much slower pace
+than its peers" under homogeneous load. A component that is twice as slow as usual for
+hours holds back every job that uses it, yet per minute it hides in the noise: a fixed
+per-minute ratio either misses it or fires on every noisy minute. So the question asked
+here is the one a change-point test answers: has this component's latency, relative to
+its busy peers in the same minute (or to its own past when too few are busy), shifted up
+and stayed there? The statistics are in `shift.py` (CUSUM on the standardised log-ratio,
+threshold from a false-alarm rate); this module feeds it the store's per-minute series and
+turns its alarms into episodes with evidence.
 
-Only minutes with demand count: a component that serves nothing is not slow, it is idle.
+Input, per component and minute: a mean latency per request and the requests behind it
+(`Latency`). By default that is the request-weighted `service_us` of the kind's samples;
+`slow_ost` passes OST latencies with their 2.10 fallback. Components whose latencies come
+from different fields are never compared with each other. A component that had demand but
+no latency at all is reported as a gap (`ctx.gap`), never judged from other fields.
 """
 
 from __future__ import annotations
@@ -19,70 +23,82 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from iolens.analyze.components.base import (
     Context,
     Episode,
     Grid,
     duration_class,
+    iso,
     nanmedian,
     r,
-    runs,
-    top_jobs,
     verdict,
+)
+from iolens.analyze.components.shift import (
+    HISTORY,
+    MODE_NAMES,
+    PEERS,
+    Segment,
+    Shift,
+    ShiftParams,
+    segments,
+    standardise,
 )
 from iolens.analyze.speed_classes import client_speed_evidence
 
 
 @dataclass(frozen=True)
 class SlowThresholds:
-    """When a server counts as slow; the defaults are what the dev simulations support."""
+    """The test's settings (the statistical ones default to `ShiftParams`'s); what each is
+    and why it is set so: docs/diagnosis.md, slow_ost."""
 
-    factor: float = 3.0  # per-request service time at least this many times the baseline
-    z_min: float = 3.5  # and this far above the peer median in MADs (when peers vary)
-    min_requests: int = 10  # requests in a minute for it to show demand
-    min_peers: int = 4  # busy components in the minute for a peer baseline
-    history_quantile: float = 10.0  # percentile of the kind's history used without peers
-    max_gap: int = 2  # normal minutes tolerated inside one episode
-    max_idle: int = 30  # minutes without demand tolerated inside one episode (no evidence)
-    min_minutes: int = 2  # abnormal minutes for an episode ...
-    min_requests_alone: int = 100  # ... or one minute with this many slow requests
-    critical_factor: float = 5.0  # slowdown at which the episode is critical
+    min_requests: int = 10  # requests in a minute for its mean latency to count
+    min_peers: int = ShiftParams.min_peers
+    false_alarm_minutes: float = ShiftParams.false_alarm_minutes
+    k: float = ShiftParams.k
+    clip: float = ShiftParams.clip
+    min_sigma: float = ShiftParams.min_sigma
+    min_noise_minutes: int = ShiftParams.min_noise_minutes
+    max_idle: int = ShiftParams.max_idle
+    min_slowdown: float = ShiftParams.min_slowdown
+    warning_factor: float = 1.5  # a shift of at least this much is `warning`, less `info`
+    critical_factor: float = 4.0  # ... and of at least this much `critical`
+
+    def shift(self) -> ShiftParams:
+        return ShiftParams(
+            min_peers=self.min_peers,
+            false_alarm_minutes=self.false_alarm_minutes,
+            k=self.k,
+            clip=self.clip,
+            min_sigma=self.min_sigma,
+            min_noise_minutes=self.min_noise_minutes,
+            max_idle=self.max_idle,
+            min_slowdown=self.min_slowdown,
+        )
 
 
 @dataclass
-class Slowness:
-    """Per-minute slowness of every component of one kind: arrays [component, minute]."""
+class Latency:
+    """Per-minute mean latency of every component of a grid, and the real field behind it."""
 
-    grid: Grid
-    service: np.ndarray  # estimated per-request service time, us
-    valid: np.ndarray  # minute with demand
-    baseline: np.ndarray  # [minute]: expected service time
-    from_peers: np.ndarray  # [minute]: baseline is the peer median (else history)
-    ratio: np.ndarray
-    abnormal: np.ndarray
+    value: np.ndarray  # [component, minute] microseconds per request; NaN when unknown
+    requests: np.ndarray  # [component, minute] the requests (or I/Os) behind the mean
+    field: list[str]  # per component: where its latency comes from; "" when nowhere
 
 
-def slowness(ctx: Context, component_kind: str, th: SlowThresholds) -> Slowness:
-    g = ctx.grid(component_kind)
-    reqs = g.requests
-    with np.errstate(divide="ignore", invalid="ignore"):
-        little = g.threads * g.seconds / reqs * 1e6  # busy thread-us per request
-    service = np.where(np.isfinite(g.svc), g.svc, little)
-    valid = (reqs >= th.min_requests) & np.isfinite(service) & (service > 0)
-    values = np.where(valid, service, np.nan)
-    n = valid.sum(axis=0)
-    med = nanmedian(values, axis=0)
-    mad = nanmedian(np.abs(values - med), axis=0)
-    hist = np.nanpercentile(values, th.history_quantile) if valid.any() else np.nan
-    from_peers = n >= th.min_peers
-    baseline = np.where(from_peers, med, hist)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = values / baseline
-        z = np.where(mad > 0, (values - med) / (1.4826 * mad), np.inf)
-    z = np.where(from_peers, z, np.inf)
-    abnormal = valid & (ratio >= th.factor) & (z >= th.z_min)
-    return Slowness(g, service, valid, baseline, from_peers, ratio, abnormal)
+def service_latency(g: Grid, what: str = "service_us") -> Latency:
+    """The request-weighted `service_us` of the kind's samples (the default latency)."""
+    has = np.isfinite(g.svc).any(axis=1)
+    return Latency(g.svc, g.requests, [what if h else "" for h in has])
+
+
+@dataclass(frozen=True)
+class Missing:
+    """The gap recorded for components with demand but no latency: what and how to get it."""
+
+    what: str
+    remedy: str
 
 
 def slow_episodes(
@@ -91,65 +107,142 @@ def slow_episodes(
     kind: str,
     detector: str,
     th: SlowThresholds,
+    *,
+    latency: Latency | None = None,
+    parent_kind: str | None = None,
+    missing: Missing | None = None,
 ) -> list[Episode]:
-    """Episodes of components of `component_kind` slower than their peers."""
-    s = slowness(ctx, component_kind, th)
-    g = s.grid
-    if g.minutes == 0:
+    """Episodes of components of `component_kind` whose latency shifted up and stayed there.
+
+    `latency` defaults to `service_latency`; `parent_kind` names the kind of the
+    components' topology parent whose queue is evidence (`oss` for OSTs); `missing` words
+    the gap for components with demand but no latency."""
+    g = ctx.grid(component_kind)
+    if g.minutes == 0 or not g.ids:
         return []
-    shares = ctx.memo(
-        f"bytes:{component_kind}",
-        lambda: ctx.job_shares(
-            component_kind,
-            "sum(coalesce(read_bytes, 0) + coalesce(write_bytes, 0))::DOUBLE AS bytes",
-        ),
-    )
+    lat = latency or service_latency(g)
+    data_ops = g.read_ops + g.write_ops
+    with np.errstate(divide="ignore", invalid="ignore"):
+        size = np.where(data_ops > 0, g.bytes / data_ops, np.nan)
+        writes = np.where(data_ops > 0, g.write_ops / data_ops, np.nan)
+    demand = (g.requests >= th.min_requests).any(axis=1)
+    blind = [c for i, c in enumerate(g.ids) if demand[i] and not lat.field[i]]
+    if blind:
+        gap = missing or Missing(
+            f"latency: no `service_us` in the {component_kind} samples",
+            "collect a source that reports the time per request (docs/sources.md)",
+        )
+        ctx.gap(detector, component_kind, blind, gap.what, gap.remedy)
+
+    p = th.shift()
+    out: list[Episode] = []
+    for source in sorted({f for f in lat.field if f}):
+        rows = np.array([i for i, f in enumerate(lat.field) if f == source])
+        busy = lat.requests[rows] >= th.min_requests
+        sh = standardise(lat.value[rows], busy, size[rows], writes[rows], p)
+        for mode, n in sh.unassessed.items():
+            ctx.gap(
+                detector,
+                component_kind,
+                [g.ids[ci] for j, ci in enumerate(rows) if (sh.mode[j] == mode).any()],
+                f"noise model ({MODE_NAMES[mode]} reference): {n} busy minutes of {source}, "
+                f"need {th.min_noise_minutes}",
+                "let more history accumulate (the detectors look back 96 h)",
+            )
+        found = segments(sh.u, p.k, p.h, p.max_idle)
+        out += _episodes(
+            ctx, g, lat, rows, sh, found, source, kind, component_kind, detector, th, parent_kind
+        )
+    return out
+
+
+def _episodes(
+    ctx: Context,
+    g: Grid,
+    lat: Latency,
+    rows: np.ndarray,
+    sh: Shift,
+    found: list[list[Segment]],
+    source: str,
+    kind: str,
+    component_kind: str,
+    detector: str,
+    th: SlowThresholds,
+    parent_kind: str | None,
+) -> list[Episode]:
+    """Episodes with their evidence from the CUSUM segments of one group."""
+    p = th.shift()
+    h = p.h
+    shares = ctx.memo(f"slow:{component_kind}", lambda: _job_shares(ctx, component_kind))
     peaks = ctx.components(component_kind)
-    last_data = _last_col(g)
     out = []
-    for ci, comp in enumerate(g.ids):
-        for a, b in runs(s.abnormal[ci], s.valid[ci], th.max_gap, 1, th.max_idle):
-            start, end = g.time(a), g.time(b + 1)
-            sl = slice(a, b + 1)
-            ab = s.abnormal[ci, sl]
-            slow_requests = float(g.requests[ci, sl][ab].sum())
-            if ab.sum() < th.min_minutes and slow_requests < th.min_requests_alone:
-                continue  # too little evidence: one lightly used minute
+    for r_i, ci in enumerate(rows):
+        comp = g.ids[ci]
+        busy = np.isfinite(sh.u[r_i])  # busy minutes the test assessed
+        abnormal = np.zeros_like(busy)
+        for seg in found[r_i]:
+            abnormal[seg.start : seg.end + 1] = True
+        abnormal &= busy
+        for seg in found[r_i]:
+            start, end = g.time(seg.start), g.time(seg.end + 1)
             if end <= ctx.start or start >= ctx.end:
                 continue
-            slowdown = float(np.median(s.ratio[ci, sl][ab]))
+            sl = slice(seg.start, seg.end + 1)
+            ab = busy[sl]
+            ratio = sh.log_ratio[r_i, sl][ab]
+            slowdown = float(np.exp(np.median(ratio)))
+            svc = lat.value[ci, sl][ab]
+            modes = sh.mode[r_i, sl][ab]
+            by_peers = bool((modes == PEERS).mean() >= 0.5)
+            noise = sh.noise[PEERS if by_peers else HISTORY]
             secs = g.seconds[ci, sl].sum()
-            peak_bw = (peaks.get(comp) or {}).get("peak_bw")
             bw = float(g.bytes[ci, sl].sum() / secs) if secs else 0.0
-            peer_bw = _peer_bandwidth(g, s.valid, ci, sl)
-            by_peers = bool(s.from_peers[sl][ab].mean() >= 0.5)
-            ongoing = b >= last_data and ctx.open_ended
             evidence: dict[str, Any] = {
                 "summary": (
                     f"{comp} served requests {slowdown:.1f}x slower than "
-                    f"{'its busy peers' if by_peers else 'usual for its kind'}"
-                    f" in {int(ab.sum())} busy minutes"
+                    f"{'usual against its busy peers' if by_peers else 'its own usual'}"
+                    f" for {int(ab.sum())} busy minutes"
                 ),
-                "method": "per-request service time vs peer median (median/MAD) or history",
+                "method": (
+                    "one-sided CUSUM on the log-ratio of latency to the median of busy peers "
+                    "(else the component's own latency) against its usual level, "
+                    "pre-whitened and standardised by a robust noise scale; threshold from "
+                    "the false-alarm rate"
+                ),
+                "latency_source": source,
                 "slowdown": r(slowdown, 2),
-                "service_us": r(float(np.median(s.service[ci, sl][ab])), 1),
-                "baseline_service_us": r(float(nanmedian(s.baseline[sl][ab])), 1),
+                "service_us": r(float(np.median(svc)), 1),
+                "baseline_service_us": r(float(np.median(svc / np.exp(ratio))), 1),
                 "baseline": "peers" if by_peers else "history",
-                "peers": int(np.median(s.valid[:, sl].sum(axis=0)[ab])),
-                "wait_us": r(float(nanmedian(g.wait[ci, sl][ab])), 1),
-                "queue_len": r(float(nanmedian(g.queue[ci, sl][ab])), 2),
-                "active_threads": r(float(nanmedian(g.threads[ci, sl][ab])), 2),
+                "peers": int(np.median(sh.peers[r_i, sl][ab])) if by_peers else 0,
+                "detected": iso(g.time(seg.alarm + 1)),
+                "detect_minutes": seg.alarm + 1 - seg.start,
+                "cusum_peak": r(seg.peak, 1),
+                "test": {
+                    "k": p.k,
+                    "h": r(h, 2),
+                    "false_alarm_minutes": p.false_alarm_minutes,
+                    "noise_sigma": r(noise.sigma, 4),
+                    "noise_ar1": r(noise.ar1, 3),
+                    "noise_stretch": r(noise.long_run, 3),
+                    "size_elasticity": r(sh.size_elasticity, 3),
+                    "write_factor": r(sh.write_factor, 3),
+                },
                 "bandwidth": r(bw, 0),
-                "peer_bandwidth": r(peer_bw, 0),
-                "peak_bw": peak_bw,
-                "abnormal_minutes": int(ab.sum()),
-                "demand_minutes": int(s.valid[ci, sl].sum()),
-                "slow_requests": int(slow_requests),
+                "peer_bandwidth": r(_peer_bandwidth(g, rows, sh.busy, r_i, sl), 0),
+                "peak_bw": (peaks.get(comp) or {}).get("peak_bw"),
+                "busy_minutes": int(ab.sum()),
+                "slow_requests": int(lat.requests[ci, sl][ab].sum()),
                 "duration_class": duration_class(start, end),
-                "jobs": top_jobs(shares, comp, a, b, "bytes"),
-                **verdict(s.abnormal[ci], s.valid[ci], b),
+                "jobs": _jobs(shares, comp, seg.start, seg.end),
+                # a component's own queue where its source has one (a forwarder daemon);
+                # an OST's queue is its server's, below
+                **(_queue(g, ci, sl) if parent_kind is None else {}),
+                **verdict(abnormal, busy, seg.end),
             }
-            # corroboration from the clients' side (speed classes of the calls through it)
+            parent = _parent_queue(ctx, peaks.get(comp), parent_kind, start, end)
+            if parent:
+                evidence["parent"] = parent
             client = client_speed_evidence(ctx, component_kind, comp, start, end)
             if client is not None:
                 evidence["client_speed"] = client
@@ -159,8 +252,8 @@ def slow_episodes(
                     component_kind=component_kind,
                     component_id=comp,
                     start=start,
-                    end=None if ongoing else end,
-                    severity="critical" if slowdown >= th.critical_factor else "warning",
+                    end=None if seg.ongoing and ctx.open_ended else end,
+                    severity=_severity(slowdown, th),
                     evidence=evidence,
                     detector=detector,
                 )
@@ -168,19 +261,121 @@ def slow_episodes(
     return out
 
 
-def _peer_bandwidth(g: Grid, valid: np.ndarray, ci: int, sl: slice) -> float | None:
-    """Median bandwidth of the other components with demand over the same minutes."""
-    others = [i for i in range(len(g.ids)) if i != ci]
+def _severity(slowdown: float, th: SlowThresholds) -> str:
+    if slowdown >= th.critical_factor:
+        return "critical"
+    return "warning" if slowdown >= th.warning_factor else "info"
+
+
+def _queue(g: Grid, ci: int, sl: slice) -> dict[str, Any]:
+    """The component's own queue gauges over the episode, where its source reports them."""
+    out = {}
+    for name, series in (
+        ("wait_us", g.wait),
+        ("queue_len", g.queue),
+        ("active_threads", g.threads),
+    ):
+        v = series[ci, sl]
+        if np.isfinite(v).any():
+            out[name] = r(float(nanmedian(v)), 2)
+    return out
+
+
+def _parent_queue(
+    ctx: Context, topo: dict[str, Any] | None, parent_kind: str | None, start: Any, end: Any
+) -> dict[str, Any] | None:
+    """The parent server's service queue over the episode (the OSS `ost_io` service of an
+    OST): per host, not per target, so it is evidence, never the test. Time-weighted:
+    service rows carry no request counts to weight by."""
+    if not parent_kind or not topo or not topo.get("parent"):
+        return None
+    rows = ctx.store.query(
+        """
+        SELECT sum(wait_us * interval_s) / nullif(sum(interval_s) FILTER (wait_us IS NOT NULL), 0)
+            AS wait_us,
+          sum(queue_len * interval_s)
+            / nullif(sum(interval_s) FILTER (queue_len IS NOT NULL), 0) AS queue_len,
+          sum(active_threads * interval_s)
+            / nullif(sum(interval_s) FILTER (active_threads IS NOT NULL), 0) AS active_threads
+        FROM server_samples
+        WHERE kind = ? AND component_id = ? AND job_id IS NULL AND ts > ? AND ts <= ?
+        """,
+        [parent_kind, topo["parent"], start, end],
+    ).to_pylist()
+    found = {k: r(v, 2) for k, v in (rows[0] if rows else {}).items() if v is not None}
+    return {"kind": parent_kind, "id": topo["parent"], **found} if found else None
+
+
+def _peer_bandwidth(
+    g: Grid, rows: np.ndarray, busy: np.ndarray, r_i: int, sl: slice
+) -> float | None:
+    """Median bandwidth of the other busy components of the group over the same minutes."""
+    others = [j for j in range(len(rows)) if j != r_i and busy[j, sl].any()]
     if not others:
         return None
-    secs = g.seconds[others, sl].sum(axis=1)
-    busy = valid[others, sl].any(axis=1) & (secs > 0)
-    if not busy.any():
+    idx = rows[others]
+    secs = g.seconds[idx, sl].sum(axis=1)
+    ok = secs > 0
+    if not ok.any():
         return None
-    return float(np.median(g.bytes[others, sl].sum(axis=1)[busy] / secs[busy]))
+    return float(np.median(g.bytes[idx, sl].sum(axis=1)[ok] / secs[ok]))
 
 
-def _last_col(g: Grid) -> int:
-    """Last minute column holding any sample of this kind."""
-    has = (g.seconds > 0).any(axis=0)
-    return int(np.flatnonzero(has)[-1]) if has.any() else -1
+def _job_shares(ctx: Context, component_kind: str) -> pa.Table:
+    """Per job, component and minute: bytes, and the job's own latency where its rows have
+    one (Lustre 2.12+ job_stats `read`/`write` [usecs])."""
+    return ctx.job_shares(
+        component_kind,
+        "sum(coalesce(read_bytes, 0) + coalesce(write_bytes, 0))::DOUBLE AS bytes, "
+        "sum(service_us * (coalesce(read_ops, 0) + coalesce(write_ops, 0)))::DOUBLE AS svc_w, "
+        "sum(coalesce(read_ops, 0) + coalesce(write_ops, 0)) "
+        "FILTER (WHERE service_us IS NOT NULL)::DOUBLE AS svc_n",
+    )
+
+
+def _jobs(
+    shares: pa.Table, component: str, c0: int, c1: int, most: int = 5
+) -> list[dict[str, Any]]:
+    """The jobs that moved the most bytes on `component` in columns [c0, c1]: bytes, share
+    of the component's job bytes, and their own mean latency there when known."""
+    if shares.num_rows == 0:
+        return []
+    comp = shares.column("component_id").to_numpy(zero_copy_only=False)
+    col = shares.column("col").to_numpy()
+    mask = (comp == component) & (col >= c0) & (col <= c1)
+    if not mask.any():
+        return []
+    jobs = shares.column("job_id").to_numpy(zero_copy_only=False)[mask]
+
+    def column(name: str) -> np.ndarray:
+        values = shares.column(name).to_numpy(zero_copy_only=False)[mask]
+        return np.nan_to_num(np.asarray(values, float))
+
+    uniq, inv = np.unique(jobs, return_inverse=True)
+    total = np.bincount(inv, weights=column("bytes"))
+    svc_w = np.bincount(inv, weights=column("svc_w"))
+    svc_n = np.bincount(inv, weights=column("svc_n"))
+    order = np.argsort(-total, kind="stable")[:most]
+    whole = total.sum() or 1.0
+    out = []
+    for i in order:
+        if total[i] <= 0:
+            continue
+        row: dict[str, Any] = {
+            "job_id": str(uniq[i]),
+            "bytes": int(total[i]),
+            "share": round(float(total[i] / whole), 3),
+        }
+        if svc_n[i] > 0:
+            row["service_us"] = round(float(svc_w[i] / svc_n[i]), 1)
+        out.append(row)
+    return out
+
+
+__all__ = [
+    "Latency",
+    "Missing",
+    "SlowThresholds",
+    "service_latency",
+    "slow_episodes",
+]

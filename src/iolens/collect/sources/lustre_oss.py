@@ -1,14 +1,21 @@
-"""Lustre object storage server: per-OST traffic, per-job traffic, bulk sizes, the I/O queue.
+"""Lustre object storage server: per-OST traffic and latency, per-job traffic, the I/O queue.
 
 Per OST (kind `ost`, component = target name such as `lustrefs-OST0000`):
 
 - `obdfilter.<ost>.stats`: `read_bytes`/`write_bytes` (bytes moved) and their sample counts
   (`read_ops`/`write_ops`, bulk RPCs), the other object operations summed into `md_ops`,
-  and on 2.12+ `service_us`, the mean time the OST spent on a read or write RPC;
-- `obdfilter.<ost>.job_stats`: the same traffic metrics per job (`job_id` set);
+  and on 2.12+ `service_us`, the mean time the OST spent on a read or write RPC (the
+  `read`/`write` `[usecs]` sums over their samples);
+- `obdfilter.<ost>.job_stats`: the same traffic metrics per job (`job_id` set) and, on 2.12+,
+  the job's own `service_us` from its `read`/`write` `[usecs]` entries;
 - `brw_stats` `pages per bulk r/w`: RPCs per size bucket, `brw_rpc_pages_<n>_read|write`
   (the bucket labelled n counts RPCs of n/2+1 to n pages; Lustre rounds up to a power of
   two): many small RPCs are the classic sign of small or random I/O reaching the disks;
+- `brw_stats` `I/O time (1/1000s)`: disk I/Os per time bucket, `brw_io_time_ms_<n>_read|write`
+  (bucket n holds I/Os of more than n/2 and at most n ms), and their mean `brw_io_time_us`
+  (each bucket counted at the middle of its range): the latency signal of OSTs without
+  `[usecs]` (Lustre 2.10). ldiskfs times every disk I/O; osd-zfs times only reads that took
+  at least a clock tick (writes go through the DMU untimed; reads served by the ARC take none);
 - capacity gauges (`space_*_bytes`, `files_*`).
 
 Per OSS (kind `oss`, component = host): the PTLRPC services under `ost/OSS/` — `ost_io`,
@@ -18,12 +25,14 @@ which carries the bulk I/O, with the plain names `wait_us`, `queue_len`, `active
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
 from iolens.collect.base import Reading
 from iolens.collect.sources import _lustre
+from iolens.parse.lustre_hist import HistogramFile
 from iolens.parse.lustre_jobstats import JobCounter
 from iolens.parse.lustre_stats import StatsCounter
 
@@ -47,9 +56,15 @@ OST_MD_OPS = frozenset(
     }
 )
 
-#: The brw_stats section exported, and the prefix of its metrics.
+#: The brw_stats section of RPC sizes, and the prefix of its metrics.
 BRW_SECTION = "pages per bulk r/w"
 BRW_PREFIX = "brw_rpc_pages_"
+
+#: The brw_stats section of disk I/O times (`I/O time (1/1000s)`; Lustre 1.8 printed the
+#: kernel's tick rate, `1/250s`), the prefix of its bucket metrics and its mean.
+IO_TIME_SECTION = re.compile(r"^I/O time \(1/(\d+)s\)$")
+IO_TIME_PREFIX = "brw_io_time_ms_"
+IO_TIME_MEAN = "brw_io_time_us"
 
 
 class LustreOssSource:
@@ -76,30 +91,73 @@ class LustreOssSource:
             return
         by = st.by_name()
         yield from traffic("ost", ost, by, None)
-        timed = [by[n] for n in ("read", "write") if n in by and by[n].unit == "usecs"]
-        if timed:
-            yield Reading(
-                "ost",
-                ost,
-                "service_us",
-                float(sum(c.sum or 0 for c in timed)),
-                counter=False,
-                per=float(sum(c.samples for c in timed)),
-            )
+        yield from service_time("ost", ost, by, None)
 
     def _job_stats(self, root: Path, ost: str) -> Iterator[Reading]:
         for job in _lustre.job_stats(root, "obdfilter", ost) or []:
-            yield from traffic("ost", ost, job.by_name(), job.job_id)
+            by = job.by_name()
+            yield from traffic("ost", ost, by, job.job_id)
+            yield from service_time("ost", ost, by, job.job_id)
 
     def _brw_stats(self, root: Path, ost: str, osds: list[str]) -> Iterator[Reading]:
         # 2.10 links obdfilter/<ost>/brw_stats to the OSD's file; 2.12+ has only the OSD's.
         hist = _lustre.histograms(root, [*osds, "obdfilter"], ost, "brw_stats")
-        section = hist.section(BRW_SECTION) if hist else None
-        if section is None:
+        if hist is None:
             return
-        for bucket in section.buckets:
-            for column, count in zip(section.columns, bucket.counts, strict=True):
-                yield Reading("ost", ost, f"{BRW_PREFIX}{bucket.lower}_{column}", float(count))
+        section = hist.section(BRW_SECTION)
+        if section is not None:
+            for bucket in section.buckets:
+                for column, count in zip(section.columns, bucket.counts, strict=True):
+                    yield Reading("ost", ost, f"{BRW_PREFIX}{bucket.lower}_{column}", float(count))
+        yield from io_time(ost, hist)
+
+
+def io_time(ost: str, hist: HistogramFile) -> Iterator[Reading]:
+    """The `I/O time` histogram: a counter per bucket and column, and the mean time per I/O.
+
+    Lustre tallies a value v in the bucket labelled n = the smallest power of two >= v
+    (`lprocfs_oh_tally_log2`), so bucket n holds (n/2, n] ticks and bucket 1 holds 0 and 1;
+    the mean counts each I/O at the middle of its bucket (0.75 n, 0.5 for bucket 1). Coarse
+    (a factor of two per bucket), but a disk twice as slow moves every I/O one bucket up."""
+    found = [(h, m) for h in hist.histograms if (m := IO_TIME_SECTION.match(h.title))]
+    if not found:
+        return
+    section, match = found[0]
+    tick_ms = 1000 / int(match[1])
+    weighted = events = 0.0
+    for bucket in section.buckets:
+        ms = bucket.lower * tick_ms
+        middle_us = 1000 * (0.5 * tick_ms if bucket.lower == 1 else 0.75 * ms)
+        for column, count in zip(section.columns, bucket.counts, strict=True):
+            yield Reading("ost", ost, f"{IO_TIME_PREFIX}{ms:g}_{column}", float(count))
+            weighted += count * middle_us
+            events += count
+    yield Reading("ost", ost, IO_TIME_MEAN, weighted, counter=False, per=events)
+
+
+def service_time(
+    kind: str,
+    component: str,
+    by: dict[str, StatsCounter] | dict[str, JobCounter],
+    job_id: str | None,
+) -> Iterator[Reading]:
+    """`service_us` from the `read`/`write` `[usecs]` counters (2.12+), per bulk RPC.
+
+    Lustre (`ofd_preprw_read`/`_write`, 2.12-2.15) times a read from the start of handling
+    to its data being read from disk, and a write up to its buffers being ready (grant,
+    range lock), before the bulk transfer and the commit: a slow disk shows fully in reads
+    and partly in writes. Nothing on versions without `[usecs]` (2.10)."""
+    timed = [by[n] for n in ("read", "write") if n in by and by[n].unit == "usecs"]
+    if timed:
+        yield Reading(
+            kind,
+            component,
+            "service_us",
+            float(sum(c.sum or 0 for c in timed)),
+            counter=False,
+            job_id=job_id,
+            per=float(sum(c.samples for c in timed)),
+        )
 
 
 def traffic(
