@@ -224,18 +224,23 @@ class Agent:
             key=f"agent:{self.host}:{ts}",
             metrics=pa.table(rows, schema=METRICS),
             server_samples=pa.Table.from_pylist(samples, schema=SERVER_SAMPLES),
-            components=self._served(readings),
+            components=served_rows(
+                self.host,
+                self.served,
+                {r.component: r.kind for r in readings if r.kind in SERVED_BY and r.job_id is None},
+            ),
         )
 
-    def _served(self, readings: list[Reading]) -> pa.Table | None:
-        """`components` rows of the Lustre targets this host serves, when they changed
-        since the last batch (a target mounted or moved here): none otherwise."""
-        seen = {r.component: r.kind for r in readings if r.kind in SERVED_BY and r.job_id is None}
-        if all(self.served.get(c) == k for c, k in seen.items()):
-            return None
-        self.served.update(seen)
-        hosts = {SERVED_BY[k] for k in seen.values()}
-        rows = [{"component_id": self.host, "kind": k, "parent": None} for k in sorted(hosts)] + [
-            {"component_id": c, "kind": k, "parent": self.host} for c, k in sorted(seen.items())
-        ]
-        return pa.Table.from_pylist(rows, schema=COMPONENTS)
+
+def served_rows(host: str, served: dict[str, str], seen: dict[str, str]) -> pa.Table | None:
+    """`components` rows of the Lustre targets `host` serves (`seen`: id -> kind), when they
+    changed since the last batch (a target mounted or moved here), else None; `served`
+    (what was reported before) is updated."""
+    if all(served.get(c) == k for c, k in seen.items()):
+        return None
+    served.update(seen)
+    hosts = {SERVED_BY[k] for k in seen.values()}
+    rows = [{"component_id": host, "kind": k, "parent": None} for k in sorted(hosts)] + [
+        {"component_id": c, "kind": k, "parent": host} for c, k in sorted(seen.items())
+    ]
+    return pa.Table.from_pylist(rows, schema=COMPONENTS)

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pyarrow as pa
 
-from iolens.collect.agent import STANDARD, STANDARD_GAUGES
+from iolens.collect.agent import SERVED_BY, STANDARD, STANDARD_GAUGES, served_rows
 from iolens.model.batch import Batch
 from iolens.model.schema import METRICS, SERVER_SAMPLES
 from iolens.simulate.servers import Raw
@@ -50,6 +50,7 @@ class DirectAgent:
         self.last_per = np.zeros(0)
         self.last_time = np.zeros(0)
         self.last_round: float | None = None
+        self.served: dict[str, str] = {}  # Lustre targets already reported (Agent.served)
         self._clear()
 
     def _clear(self) -> None:
@@ -60,6 +61,9 @@ class DirectAgent:
         self.per: list[float] = []
         self.mode: list[int] = []
         self.bits: list[int] = []
+        self.sparse: list[bool] = []
+        self.fresh: list[float] = []  # NaN: not a counter born with its entry
+        self.targets: list[dict[str, str]] = []  # per round: the Lustre targets read
 
     def _key(self, k: Key) -> int:
         i = self.keys[k] = len(self.key_list)
@@ -83,7 +87,12 @@ class DirectAgent:
             self.bits,
         )
         n = len(key)
-        for kind, comp, metric, v, counter, job, p, b in readings:
+        sparse, fresh, targets = self.sparse, self.fresh, {}
+        for kind, comp, metric, v, counter, job, p, b, sp, fr in readings:
+            if job is None and kind in SERVED_BY:
+                targets[comp] = kind
+            sparse.append(sp)
+            fresh.append(np.nan if fr is None else fr)
             k = (kind, comp, metric, job)
             i = keys.get(k)
             key.append(self._key(k) if i is None else i)
@@ -98,6 +107,7 @@ class DirectAgent:
                 bits.append(b)
         self.times.append(now)
         self.counts.append(len(key) - n)
+        self.targets.append(targets)
 
     def batches(self) -> list[Batch]:
         """The batches of the rounds added since the last call, in round order."""
@@ -125,6 +135,10 @@ class DirectAgent:
         bits = np.asarray(self.bits, np.int64)
         rounds = np.repeat(np.arange(len(self.times)), self.counts)
         now = np.asarray(self.times, float)[rounds]
+        before_round = [self.last_round, *self.times[:-1]]
+        prev_round = np.array([np.nan if t is None else t for t in before_round], float)[rounds]
+        fresh = np.asarray(self.fresh, float)
+        sparse = np.asarray(self.sparse, bool)
         # The previous reading of each key: earlier in this chunk, else the carried state.
         order = np.lexsort((np.arange(len(key)), key))
         ks = key[order]
@@ -134,6 +148,17 @@ class DirectAgent:
         prev_value[order] = np.where(first, self.last_value[ks], value[before])
         prev_per[order] = np.where(first, self.last_per[ks], per[before])
         prev_time[order] = np.where(first, self.last_time[ks], now[before])
+        # Agent._born: a counter first seen, born with its entry since the previous round,
+        # is rated from zero over that round
+        born = (
+            np.isnan(prev_time)
+            & ~np.isnan(fresh)
+            & ~np.isnan(prev_round)
+            & (np.isneginf(fresh) | (fresh >= prev_round))
+        )
+        prev_value = np.where(born, 0.0, prev_value)
+        prev_per = np.where(born, 0.0, prev_per)
+        prev_time = np.where(born, prev_round, prev_time)
         last = order[np.r_[first[1:], True]]
         self.last_value[key[last]] = value[last]
         self.last_per[key[last]] = per[last]
@@ -147,6 +172,7 @@ class DirectAgent:
             mean = rate / events
         is_mean, is_counter = mode == MEAN, mode == COUNTER
         has = np.where(is_mean, seen & (events > 0), np.where(is_counter, seen, True))
+        has &= ~(is_counter & sparse & (rate == 0))
         out = np.where(is_mean, mean, np.where(is_counter, rate, value))[has]
         out_interval = np.where(mode == GAUGE, np.nan, interval)[has]
         out_key, out_round = key[has], rounds[has]
@@ -163,6 +189,7 @@ class DirectAgent:
                     key=f"agent:{self.host}:{int(now_r * 1_000_000)}",
                     metrics=metrics.slice(m0, m_ends[r] - m0),
                     server_samples=samples.slice(s0, s_ends[r] - s0),
+                    components=served_rows(self.host, self.served, self.targets[r]),
                 )
             )
             m0, s0 = m_ends[r], s_ends[r]

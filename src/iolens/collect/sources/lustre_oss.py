@@ -95,9 +95,9 @@ class LustreOssSource:
 
     def _job_stats(self, root: Path, ost: str) -> Iterator[Reading]:
         for job in _lustre.job_stats(root, "obdfilter", ost) or []:
-            by = job.by_name()
-            yield from traffic("ost", ost, by, job.job_id)
-            yield from service_time("ost", ost, by, job.job_id)
+            by, born = job.by_name(), _lustre.born(job)
+            yield from traffic("ost", ost, by, job.job_id, born)
+            yield from service_time("ost", ost, by, job.job_id, born)
 
     def _brw_stats(self, root: Path, ost: str, osds: list[str]) -> Iterator[Reading]:
         # 2.10 links obdfilter/<ost>/brw_stats to the OSD's file; 2.12+ has only the OSD's.
@@ -140,6 +140,7 @@ def service_time(
     component: str,
     by: dict[str, StatsCounter] | dict[str, JobCounter],
     job_id: str | None,
+    fresh: float | None = None,
 ) -> Iterator[Reading]:
     """`service_us` from the `read`/`write` `[usecs]` counters (2.12+), per bulk RPC.
 
@@ -157,6 +158,7 @@ def service_time(
             counter=False,
             job_id=job_id,
             per=float(sum(c.samples for c in timed)),
+            fresh=fresh,
         )
 
 
@@ -165,14 +167,18 @@ def traffic(
     component: str,
     by: dict[str, StatsCounter] | dict[str, JobCounter],
     job_id: str | None,
+    fresh: float | None = None,
 ) -> Iterator[Reading]:
-    """read/write bytes and ops, and md_ops, from one stats file or one job's entry.
+    """read/write bytes and ops, and md_ops, from one stats file or one job's entry
+    (`fresh`: when a job entry was born, see `Reading.fresh`).
 
     Lustre omits counters that have no samples yet, so a missing one is a true zero; it is
     reported as such so that the first real value has a baseline to be rated against."""
     for op in ("read", "write"):
         c = by.get(f"{op}_bytes")
-        yield Reading(kind, component, f"{op}_bytes", float(c.sum or 0) if c else 0.0, True, job_id)
-        yield Reading(kind, component, f"{op}_ops", float(c.samples) if c else 0.0, True, job_id)
+        nbytes = float(c.sum or 0) if c else 0.0
+        yield Reading(kind, component, f"{op}_bytes", nbytes, True, job_id, fresh=fresh)
+        ops = float(c.samples) if c else 0.0
+        yield Reading(kind, component, f"{op}_ops", ops, True, job_id, fresh=fresh)
     md = sum(c.samples for name, c in by.items() if name in OST_MD_OPS)
-    yield Reading(kind, component, "md_ops", float(md), True, job_id)
+    yield Reading(kind, component, "md_ops", float(md), True, job_id, fresh=fresh)

@@ -10,9 +10,9 @@ timed by `model.py`), renders them as the text files a Lustre 2.15 server expose
 from __future__ import annotations
 
 #: A `collect.base.Reading` as a plain tuple, same fields in the same order (kind,
-#: component, metric, value, counter, job_id, per, bits): what a host tells the fast path
-#: its sources would read. Tuples, because a simulated day has millions of them.
-Raw = tuple[str, str, str, float, bool, str | None, float | None, int]
+#: component, metric, value, counter, job_id, per, bits, sparse, fresh): what a host tells
+#: the fast path its sources would read. Tuples, because a simulated day has millions.
+Raw = tuple[str, str, str, float, bool, str | None, float | None, int, bool, float | None]
 
 
 def raw(
@@ -24,6 +24,8 @@ def raw(
     job_id: str | None = None,
     per: float | None = None,
     bits: int = 64,
+    sparse: bool = False,
+    fresh: float | None = None,
 ) -> Raw:
     """`Reading(...)`, as the tuple the fast path takes."""
-    return (kind, component, metric, value, counter, job_id, per, bits)
+    return (kind, component, metric, value, counter, job_id, per, bits, sparse, fresh)

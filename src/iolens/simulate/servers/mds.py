@@ -200,28 +200,43 @@ class MdsHost:
         yield from self.ib.readings()
         yield from _metadata(self.mdt, printed(self.stats), None, timed=True)
         for job, e in self.jobs.entries.items():
-            yield from _metadata(self.mdt, e.stats, job, timed=False, all_printed=True)
+            born = float(f"{e.start:.9f}")  # as the source parses the printed start_time
+            yield from _metadata(self.mdt, e.stats, job, timed=True, all_printed=True, born=born)
+        for client in sorted(self.active):  # `lustre_mds.clients`: one counter per export
+            ops = sum(s.samples for op, s in self.exports[client].stats.items() if s.samples)
+            nid = self.topo.nid(client)
+            yield raw("mdt_client", f"{self.mdt}:{nid}", "md_ops", float(ops), sparse=True)
         yield from self.capacity.readings("mdt", self.mdt)
         yield from self.service.readings(self.role, self.name)
 
 
 def _metadata(
-    mdt: str, by: dict[str, Stat], job: str | None, *, timed: bool, all_printed: bool = False
+    mdt: str,
+    by: dict[str, Stat],
+    job: str | None,
+    *,
+    timed: bool,
+    all_printed: bool = False,
+    born: float | None = None,
 ) -> Iterator[Raw]:
     """`lustre_mds.metadata` on md_stats (printed counters) or a job entry (every op)."""
     names = set(MD_OPS) if all_printed else set(by)
     ops = {n: by.get(n) for n in names if n not in DATA_COUNTERS}
     total = sum(s.samples for s in ops.values() if s is not None)
-    yield raw("mdt", mdt, "md_ops", float(total), True, job)
+    yield raw("mdt", mdt, "md_ops", float(total), True, job, fresh=born)
     for name in sorted(set(MDT_OPS) | set(ops)):
         s = ops.get(name)
-        yield raw("mdt", mdt, f"md_{name}", float(s.samples) if s else 0.0, True, job)
+        value = float(s.samples) if s else 0.0
+        yield raw("mdt", mdt, f"md_{name}", value, True, job, fresh=born)
     if all_printed:  # a 2.14+ job entry prints its Data-on-MDT counters too, at zero
         for op in ("read", "write"):
             c = by.get(f"{op}_bytes")
-            yield raw("mdt", mdt, f"{op}_bytes", float(c.total) if c else 0.0, True, job)
-            yield raw("mdt", mdt, f"{op}_ops", float(c.samples) if c else 0.0, True, job)
-    latencies = [s for s in ops.values() if s is not None]
+            value = float(c.total) if c else 0.0
+            yield raw("mdt", mdt, f"{op}_bytes", value, True, job, fresh=born)
+            value = float(c.samples) if c else 0.0
+            yield raw("mdt", mdt, f"{op}_ops", value, True, job, fresh=born)
+    # every printed op counts: a 2.14+ job entry prints all of them, zero or not
+    latencies = [s if s is not None else Stat("usecs") for s in ops.values()]
     if timed and latencies:
         yield raw(
             "mdt",
@@ -229,5 +244,7 @@ def _metadata(
             "service_us",
             float(sum(s.total for s in latencies)),
             counter=False,
+            job_id=job,
             per=float(sum(s.samples for s in latencies)),
+            fresh=born,
         )

@@ -31,7 +31,14 @@ from typing import ClassVar
 import numpy as np
 
 from iolens.collect.base import Source
-from iolens.collect.sources.lustre_oss import BRW_PREFIX, BRW_SECTION, OST_MD_OPS, LustreOssSource
+from iolens.collect.sources.lustre_oss import (
+    BRW_PREFIX,
+    BRW_SECTION,
+    IO_TIME_MEAN,
+    IO_TIME_PREFIX,
+    OST_MD_OPS,
+    LustreOssSource,
+)
 from iolens.simulate.engine import N1_OST_PENALTY
 from iolens.simulate.servers import Raw, lustre_text, raw
 from iolens.simulate.servers.activity import PAGE, Activity, iter_rounds
@@ -279,18 +286,11 @@ class OssHost:
         for ost in sorted(self.osts.values(), key=lambda o: o.name):
             by = printed(ost.stats)
             yield from _traffic(ost.name, by, None)
-            timed = [by[n] for n in ("read", "write") if n in by]
-            if timed:
-                yield raw(
-                    "ost",
-                    ost.name,
-                    "service_us",
-                    float(sum(s.total for s in timed)),
-                    counter=False,
-                    per=float(sum(s.samples for s in timed)),
-                )
+            yield from _service_time(ost.name, by, None, None)
             for job, e in ost.jobs.entries.items():
-                yield from _traffic(ost.name, e.stats, job)
+                born = float(f"{e.start:.9f}")  # as the source parses the printed start_time
+                yield from _traffic(ost.name, e.stats, job, born)
+                yield from _service_time(ost.name, e.stats, job, born)
             pages = ost.brw[BRW_SECTION].buckets
             used = sorted(b for b, c in pages.items() if c[0] or c[1])
             b = used[0] if used else 1
@@ -299,15 +299,59 @@ class OssHost:
                 yield raw("ost", ost.name, f"{BRW_PREFIX}{b}_read", float(r))
                 yield raw("ost", ost.name, f"{BRW_PREFIX}{b}_write", float(w))
                 b *= 2
+            yield from _io_time(ost.name, ost.brw["I/O time (1/1000s)"].buckets)
             yield from ost.capacity.readings("ost", ost.name)
         yield from self.service.readings(self.role, self.name)
 
 
-def _traffic(ost: str, by: dict[str, Stat], job: str | None) -> Iterator[Raw]:
+def _traffic(
+    ost: str, by: dict[str, Stat], job: str | None, born: float | None = None
+) -> Iterator[Raw]:
     """`lustre_oss.traffic` on a stats file's (or a job entry's) counters."""
     for op in ("read", "write"):
         c = by.get(f"{op}_bytes")
-        yield raw("ost", ost, f"{op}_bytes", float(c.total) if c else 0.0, True, job)
-        yield raw("ost", ost, f"{op}_ops", float(c.samples) if c else 0.0, True, job)
+        nbytes = float(c.total) if c else 0.0
+        yield raw("ost", ost, f"{op}_bytes", nbytes, True, job, fresh=born)
+        yield raw("ost", ost, f"{op}_ops", float(c.samples) if c else 0.0, True, job, fresh=born)
     md = sum(c.samples for name, c in by.items() if name in OST_MD_OPS)
-    yield raw("ost", ost, "md_ops", float(md), True, job)
+    yield raw("ost", ost, "md_ops", float(md), True, job, fresh=born)
+
+
+def _service_time(
+    ost: str, by: dict[str, Stat], job: str | None, born: float | None
+) -> Iterator[Raw]:
+    """`lustre_oss.service_time`: the `read`/`write` [usecs] sums over their samples (a job
+    entry prints both, at zero or not)."""
+    if job is None:
+        timed = [by[n] for n in ("read", "write") if n in by]
+    else:
+        timed = [by.get(n) or Stat("usecs") for n in ("read", "write")]
+    if timed:
+        yield raw(
+            "ost",
+            ost,
+            "service_us",
+            float(sum(s.total for s in timed)),
+            counter=False,
+            job_id=job,
+            per=float(sum(s.samples for s in timed)),
+            fresh=born,
+        )
+
+
+def _io_time(ost: str, buckets: dict[int, list[int]]) -> Iterator[Raw]:
+    """`lustre_oss.io_time` on the `I/O time (1/1000s)` histogram as printed: every
+    bucket from the first to the last non-empty one (1 ms ticks), then the mean (read
+    even from an empty section, which the file always has)."""
+    used = sorted(b for b, c in buckets.items() if c[0] or c[1])
+    weighted = events = 0.0
+    b = used[0] if used else 1
+    while used and b <= used[-1]:
+        counts = buckets.get(b, (0, 0))
+        middle_us = 1000 * (0.5 if b == 1 else 0.75 * b)
+        for column, count in zip(("read", "write"), counts, strict=True):
+            yield raw("ost", ost, f"{IO_TIME_PREFIX}{b:g}_{column}", float(count))
+            weighted += count * middle_us
+            events += count
+        b *= 2
+    yield raw("ost", ost, IO_TIME_MEAN, weighted, counter=False, per=events)
