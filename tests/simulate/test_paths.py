@@ -69,7 +69,8 @@ def test_the_real_path_read_real_files(both):
     assert (mds / "md_stats").is_file()
     assert (mds / "exports" / sim.topology.nid(sim.topology.login) / "stats").is_file()
     fwd = sim.topology.forwarders[0]
-    assert (trees / fwd / "sys/kernel/debug/lnet/stats").is_file()
+    assert (trees / fwd / "run/iofwd/lwfs/stats").is_file()
+    assert list((trees / fwd / "run/iofwd/lwfs/clients").glob("cn*/stats"))
 
 
 def test_a_hosts_rounds_replay_as_captures_into_the_same_rows(tmp_path):

@@ -155,4 +155,4 @@ def test_the_simulators_own_fields_are_gone(simulated):
             r["kind"] for r in store.query("SELECT DISTINCT kind FROM server_samples").to_pylist()
         }
     assert n == 0
-    assert kinds == {"ost", "oss", "mdt", "mds", "forwarder", "mdt_client"}
+    assert kinds == {"ost", "oss", "mdt", "mds", "forwarder", "mdt_client", "fwd_client"}

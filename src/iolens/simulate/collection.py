@@ -148,7 +148,7 @@ class Collection:
         realism: Realism,
         seed: int,
         storm_id: str | None,
-        forwarder_export: str = "lnet",
+        forwarder_export: str = "iofwd",
     ) -> None:
         self.start = start
         self.rounds = Rounds.covering(result.end, interval)

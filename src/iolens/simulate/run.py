@@ -68,7 +68,7 @@ class SimConfig:
     #: "direct" (fast) or "files" (rendered files read by the real sources); same store.
     collect: str = "direct"
     #: What forwarding nodes export (`servers/forwarder.py`: "lnet").
-    forwarder_export: str = "lnet"
+    forwarder_export: str = "iofwd"
 
     def __post_init__(self) -> None:
         if self.collect not in PATHS:

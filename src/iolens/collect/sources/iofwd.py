@@ -62,19 +62,37 @@ class IofwdSource:
         if not services:
             return
         totals = [iofwd.parse_file(svc / iofwd.STATS_FILE) for svc in services]
-        yield from _traffic("forwarder", self.host, totals)
-        yield from _queue(self.host, totals)
-        yield from _backend(self.host, totals)
+        gauges = {}
         for gauge in ("threads_max", "threads_started"):
             values = [v for svc in services if (v := _integer(svc / gauge)) is not None]
             if values:
-                yield Reading("forwarder", self.host, gauge, float(sum(values)), counter=False)
+                gauges[gauge] = float(sum(values))
         clients: dict[str, list[ForwarderStats]] = {}
         for svc in services:
             for path in sorted((svc / iofwd.CLIENTS_DIR).glob(f"*/{iofwd.STATS_FILE}")):
                 clients.setdefault(path.parent.name, []).append(iofwd.parse_file(path, client=True))
-        for client, files in sorted(clients.items()):
-            yield from _traffic(CLIENT_KIND, f"{self.host}:{client}", files)
+        yield from readings(self.host, totals, clients, gauges)
+
+
+def readings(
+    host: str,
+    totals: list[ForwarderStats],
+    clients: dict[str, list[ForwarderStats]],
+    gauges: dict[str, float],
+) -> Iterator[Reading]:
+    """The readings of one node's services (`totals`, one per service), their clients' files
+    and the thread gauges, once parsed. A client's counters are born with its file (its
+    `start_time`: `Reading.fresh`) and reported only when they move (thousands of clients,
+    mostly idle at any moment)."""
+    yield from _traffic("forwarder", host, totals)
+    yield from _queue(host, totals)
+    yield from _backend(host, totals)
+    for gauge, value in gauges.items():
+        yield Reading("forwarder", host, gauge, value, counter=False)
+    for client, files in sorted(clients.items()):
+        starts = [f.start_time for f in files if f.start_time is not None]
+        born = max(starts) if len(starts) == len(files) else float("-inf")
+        yield from _traffic(CLIENT_KIND, f"{host}:{client}", files, born)
 
 
 def _services(run: Path) -> list[Path]:
@@ -96,22 +114,30 @@ def _total(tallies: Iterable[Tally | None]) -> Tally | None:
     return out
 
 
-def _mean(kind: str, component: str, metric: str, t: Tally | None) -> Iterator[Reading]:
+def _mean(
+    kind: str, component: str, metric: str, t: Tally | None, fresh: float | None = None
+) -> Iterator[Reading]:
     """A per-event mean over the interval: cumulative sum, with the event count as `per`."""
     if t is not None:
-        yield Reading(kind, component, metric, float(t.total), counter=False, per=float(t.count))
+        yield Reading(
+            kind, component, metric, float(t.total), counter=False, per=float(t.count), fresh=fresh
+        )
 
 
-def _traffic(kind: str, component: str, files: list[ForwarderStats]) -> Iterator[Reading]:
-    """Client-facing bytes, requests and service times of one node or one client."""
+def _traffic(
+    kind: str, component: str, files: list[ForwarderStats], fresh: float | None = None
+) -> Iterator[Reading]:
+    """Client-facing bytes, requests and service times of one node or one client (a client's
+    counters `fresh` from its file's birth and sparse)."""
+    sparse = fresh is not None
     for op in ("read", "write"):
         t = _total(getattr(f, f"{op}_bytes") for f in files) or Tally()
-        yield Reading(kind, component, f"{op}_bytes", float(t.total))
-        yield Reading(kind, component, f"{op}_ops", float(t.count))
+        yield Reading(kind, component, f"{op}_bytes", float(t.total), sparse=sparse, fresh=fresh)
+        yield Reading(kind, component, f"{op}_ops", float(t.count), sparse=sparse, fresh=fresh)
     md = _total(f.md_ops for f in files)
     if md is not None:
-        yield Reading(kind, component, "md_ops", float(md.count))
-    yield from _mean(kind, component, "service_us", _total(f.data_ops for f in files))
+        yield Reading(kind, component, "md_ops", float(md.count), sparse=sparse, fresh=fresh)
+    yield from _mean(kind, component, "service_us", _total(f.data_ops for f in files), fresh)
     if kind == "forwarder":
         yield from _mean(kind, component, "md_service_us", md)
 

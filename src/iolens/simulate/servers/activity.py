@@ -78,6 +78,19 @@ class OpCounts:
 
 
 @dataclass
+class ClientTraffic:
+    """Data requests of each compute node through its forwarder, per round (COO rows)."""
+
+    node: np.ndarray  # compute node name
+    fwd: np.ndarray  # forwarder index
+    rnd: np.ndarray
+    write: np.ndarray  # bool
+    size: np.ndarray  # bytes per request, as the processes asked
+    requests: np.ndarray
+    n1: np.ndarray  # bool: requests to one file shared by the job (slow at the backend)
+
+
+@dataclass
 class Activity:
     """Everything the servers saw, per agent round."""
 
@@ -90,6 +103,8 @@ class Activity:
     router_md: np.ndarray  # [round, forwarder] metadata RPCs routed
     pings: np.ndarray  # [round] client pings reaching the MDS
     router_pings: np.ndarray  # [round, forwarder] client pings routed to every target
+    clients: ClientTraffic  # what each compute node asked of its forwarder (client side)
+    fwd_of: dict[str, int]  # compute node -> its forwarder
 
 
 def rank_progress(p: PhaseRun) -> np.ndarray:
@@ -157,6 +172,7 @@ class ActivityBuilder:
         self.router_bytes = np.zeros((rounds.count, n_fwd, 2), np.int64)
         self.router_rpcs = np.zeros((rounds.count, n_fwd), np.int64)
         self.router_md = np.zeros((rounds.count, n_fwd), np.int64)
+        self.clients = _Rows("node", "fwd", "rnd", "write", "size", "requests", "n1")
 
     def build(
         self,
@@ -178,6 +194,8 @@ class ActivityBuilder:
             self.router_rpcs,
             self.router_md,
             *self._pings(),
+            ClientTraffic(**self.clients.arrays()),
+            dict(zip(self.topo.compute, self.topo.fwd_of_node.tolist(), strict=True)),
         )
 
     # -- jobs -----------------------------------------------------------------------------
@@ -230,6 +248,22 @@ class ActivityBuilder:
         )
         self.router_bytes[rnds, :, int(write)] += np.add.reduceat(routed, cuts, axis=1).T
         self.router_rpcs[rnds] += np.add.reduceat(routed_rpcs, cuts, axis=1).T
+        # the client side: each node's requests as its processes made them (never amplified)
+        nodes, node_idx = np.unique(first_node + s.ranks // p.job.ppn, return_inverse=True)
+        per_node = np.zeros((len(nodes), R.shape[1]), np.int64)
+        np.add.at(per_node, node_idx, R)
+        agg = np.add.reduceat(per_node, cuts, axis=1)
+        i, k = np.nonzero(agg)
+        n = len(i)
+        self.clients.add(
+            node=np.array([topo.compute[x] for x in nodes[i]], dtype=object),
+            fwd=topo.fwd_of_node[nodes[i]],
+            rnd=rnds[k],
+            write=np.full(n, write),
+            size=np.full(n, s.size, np.int64),
+            requests=agg[i, k],
+            n1=np.full(n, bool(p.n1)),
+        )
 
     def _metadata(
         self, first_node: int, p: PhaseRun, R: np.ndarray, cuts: np.ndarray, rnds: np.ndarray

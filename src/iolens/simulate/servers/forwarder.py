@@ -15,17 +15,27 @@ class. `EXPORTS` names them; `SimConfig.forwarder_export` picks one.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import ClassVar, Protocol
 
 import numpy as np
 
 from iolens.collect.base import Source
+from iolens.collect.sources.iofwd import IofwdSource
+from iolens.collect.sources.iofwd import readings as iofwd_readings
 from iolens.collect.sources.lnet_router import COUNTERS, LnetRouterSource
+from iolens.parse import iofwd
+from iolens.parse.iofwd import QUEUE, ForwarderStats, Tally
+from iolens.simulate.engine import N1_FORWARDER_CLOG
+from iolens.simulate.realism import service_time_us
 from iolens.simulate.servers import Raw, lustre_text, raw
-from iolens.simulate.servers.activity import Activity
-from iolens.simulate.servers.model import MAX_BACKLOG, ServiceModel
+from iolens.simulate.servers.activity import Activity, iter_rounds
+from iolens.simulate.servers.model import MAX_BACKLOG, ServiceModel, queue
 from iolens.simulate.servers.node import IbPart, NodePart, Work
+from iolens.simulate.topology import Capacities
 
+FORWARDER_BW = Capacities().forwarder_bw
+RPC_BYTES = 1 << 20  # the daemon's requests to the file system
 U32 = 1 << 32
 HEADER_BYTES = 256  # LNet and PtlRPC headers, bulk descriptors: per message
 ROUTER_BUFFERS = 512  # messages a router holds before clients back off (its credits)
@@ -139,8 +149,194 @@ class LnetRouter:
             yield raw(kind, host, metric, float(v[field]), counter=False)
 
 
+#: The daemon's thread pool and per-thread bandwidth (Beacon: 16 LWFS threads, 2.5 GB/s).
+DAEMON_THREADS = 16
+DAEMON_BASE_US = 150.0  # per request: receive, parse, look up the file, reply
+#: Client operations a daemon times, as its files print them (every one from the start).
+DAEMON_MD_OPS = ("open", "close", "getattr", "unlink")
+#: A client's file goes once it has been idle this long (as Lustre's job_cleanup_interval).
+CLIENT_IDLE_S = 600.0
+DAEMON_SERVICE = "lwfs"
+
+
+class _Counts:
+    """One stats file's cumulative tallies: client-facing bytes and per-op service times."""
+
+    def __init__(self, start: float) -> None:
+        self.start = start
+        self.last = start
+        self.t: dict[str, Tally] = {}
+
+    def add(self, name: str, count: int, total: int, low: int, high: int) -> None:
+        if count > 0:
+            self.t[name] = self.t.get(name, Tally()) + Tally(count, total, low, high)
+
+    def stats(self, now: float, service: bool) -> ForwarderStats:
+        ops = {op: self.t.get(op, Tally()) for op in ("read", "write", *DAEMON_MD_OPS)}
+        extra: dict[str, Tally | None] = {}
+        if service:
+            extra = {n: self.t.get(n, Tally()) for n in SERVICE_TALLIES}
+        return ForwarderStats(
+            snapshot_time=now,
+            start_time=self.start,
+            read_bytes=self.t.get("read_bytes", Tally()),
+            write_bytes=self.t.get("write_bytes", Tally()),
+            ops=ops,
+            **extra,  # type: ignore[arg-type]
+        )
+
+
+SERVICE_TALLIES = ("backend_read_bytes", "backend_write_bytes", *QUEUE)
+
+
+def _as_printed(stats: ForwarderStats) -> ForwarderStats:
+    """`stats` with its times as a file prints them (nanoseconds)."""
+    start = None if stats.start_time is None else float(f"{stats.start_time:.9f}")
+    return replace(stats, snapshot_time=float(f"{stats.snapshot_time:.9f}"), start_time=start)
+
+
+class ForwardingDaemon:
+    """A forwarding daemon in iolens' generic format (`docs/forwarder-format.md`): what
+    Beacon's LWFS servers know. Per request a thread serves it in
+    `service_time_us(size, ...)` at the daemon's per-thread bandwidth, stretched by load,
+    noise and a fail-slow fault; an N-1 request holds its thread `N1_FORWARDER_CLOG` times
+    longer (it waits on a shared file at the back end, Beacon 4.1); requests queue in a
+    16-thread pool. Per client node, the same counters for its own requests; a client's
+    file goes after `CLIENT_IDLE_S` idle and comes back from zero."""
+
+    source: ClassVar[type[Source]] = IofwdSource
+
+    def __init__(
+        self, index: int, activity: Activity, model: ServiceModel, rng: np.random.Generator
+    ) -> None:
+        self.f = index
+        self.a = activity
+        self.model = model
+        self.rng = rng
+        self.bytes_per_us = FORWARDER_BW / DAEMON_THREADS / 1e6
+        mine = activity.clients.fwd == index
+        self.rows = {k: rows[mine[rows]] for k, rows in iter_rounds(activity.clients)}
+        self.md_rows = dict(iter_rounds(activity.mdt))
+        self.total = _Counts(-1.0)
+        self.clients: dict[str, _Counts] = {}
+
+    def reset(self) -> None:
+        """Restarted: every file from zero (the next round sets the start)."""
+        self.total = _Counts(-1.0)
+        self.clients = {}
+
+    def advance(self, k: int, now: float) -> float:
+        a, f, m = self.a, self.f, self.model.forwarders
+        interval = a.rounds.interval
+        self._started(now)
+        util, factor = float(m.util[k, f]), float(m.factor[k, f])
+        requests, busy_us = 0, 0.0
+        c = a.clients
+        for i in self.rows.get(k, np.zeros(0, np.int64)):
+            n, size = int(c.requests[i]), int(c.size[i])
+            if n <= 0:
+                continue
+            op = "write" if c.write[i] else "read"
+            svc = (
+                float(
+                    service_time_us(
+                        size,
+                        float(c.write[i]),
+                        util,
+                        base_us=DAEMON_BASE_US,
+                        bytes_per_us=self.bytes_per_us,
+                        write_cost=1.0,
+                    )
+                )
+                * factor
+                * (N1_FORWARDER_CLOG if c.n1[i] else 1.0)
+            )
+            total_us = round(n * svc)
+            lo, hi = int(svc * 0.5), int(svc * 2.0) + 1
+            client = self._client(str(c.node[i]), now, interval)
+            for counts in (client, self.total):
+                counts.add(f"{op}_bytes", n, n * size, size, size)
+                counts.add(op, n, total_us, lo, hi)
+            requests += n
+            busy_us += n * svc
+        for i in self.md_rows.get(k, np.zeros(0, np.int64)):
+            node = str(a.mdt.where[i])
+            op = str(a.mdt.op[i])
+            if op not in DAEMON_MD_OPS or not self._behind(node):
+                continue
+            n = int(a.mdt.count[i])
+            svc = self.model.md_us(k, op) + DAEMON_BASE_US * factor
+            client = self._client(node, now, interval)
+            for counts in (client, self.total):
+                counts.add(op, n, round(n * svc), int(svc * 0.5), int(svc * 2) + 1)
+            requests += n
+            busy_us += n * svc
+        if requests:
+            mean = busy_us / requests
+            q = queue(requests, mean, interval, DAEMON_THREADS, util, float(m.offered[k, f]))
+            self.total.add("req_waittime", requests, round(requests * q.wait_us), 0, 0)
+            self.total.add("req_qdepth", requests, round(requests * q.depth), 0, 0)
+            self.total.add("req_active", requests, round(requests * q.active), 0, 0)
+        for name, j in (("backend_read_bytes", 0), ("backend_write_bytes", 1)):
+            nbytes = int(a.router_bytes[k, f, j])
+            n = -(-nbytes // RPC_BYTES)
+            self.total.add(name, n, nbytes, min(nbytes, RPC_BYTES), min(nbytes, RPC_BYTES))
+        for name in [n for n, cl in self.clients.items() if now - cl.last > CLIENT_IDLE_S]:
+            del self.clients[name]
+        return util
+
+    def _started(self, now: float) -> None:
+        """A daemon (re)started in the round before its first files."""
+        if self.total.start < 0:
+            self.total = _Counts(now - self.a.rounds.interval)
+
+    def _behind(self, node: str) -> bool:
+        return self.a.fwd_of.get(node) == self.f
+
+    def _client(self, node: str, now: float, interval: float) -> _Counts:
+        c = self.clients.get(node)
+        if c is None:  # its first request, somewhere inside the round
+            c = self.clients[node] = _Counts(now - interval / 2)
+        c.last = now
+        return c
+
+    def files(self, now: float) -> dict[str, str]:
+        self._started(now)
+        self.total.last = now
+        return iofwd.render_tree(
+            DAEMON_SERVICE,
+            self.total.stats(now, service=True),
+            {n: c.stats(now, service=False) for n, c in sorted(self.clients.items())},
+            threads_max=DAEMON_THREADS,
+        )
+
+    def readings(self, kind: str, host: str) -> Iterator[Raw]:
+        """What `IofwdSource(host)` reads from `files()` (the same records, the start times
+        as the files print them)."""
+        now = self.total.last
+        totals = [self.total.stats(now, service=True)]
+        clients = {n: [_as_printed(c.stats(now, service=False))] for n, c in self.clients.items()}
+        gauges = {"threads_max": float(DAEMON_THREADS)}
+        for r in iofwd_readings(host, totals, clients, gauges):
+            yield (
+                r.kind,
+                r.component,
+                r.metric,
+                r.value,
+                r.counter,
+                r.job_id,
+                r.per,
+                r.bits,
+                r.sparse,
+                r.fresh,
+            )
+
+
 #: Forwarder exports by name (`SimConfig.forwarder_export`).
-EXPORTS: dict[str, type[LnetRouter]] = {"lnet": LnetRouter}
+EXPORTS: dict[str, type[LnetRouter] | type[ForwardingDaemon]] = {
+    "lnet": LnetRouter,
+    "iofwd": ForwardingDaemon,
+}
 
 
 class ForwarderHost:
