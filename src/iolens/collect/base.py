@@ -37,10 +37,11 @@ class Reading:
     # for thousands of mostly idle client exports) would otherwise ship rows of zeros.
     sparse: bool = False
     # For a counter born with its entry (a job_stats entry is created at the job's first
-    # request and starts from zero): when it was born, host clock (2.14+ `start_time`),
-    # or -inf when the file does not say. The first time the agent sees such a counter,
-    # if it was born after the previous round, it is rated from zero over that interval
-    # instead of waiting a round, so a job's first interval of I/O is not lost.
+    # request and starts from zero; it goes after an idle time and comes back from zero):
+    # when it was born, host clock (2.14+ `start_time`), or -inf when the file does not
+    # say. If it was born after the previous round (or, for -inf, was not read then), it
+    # is rated from zero over that round instead of waiting a round or being rated as a
+    # "reset" over the whole time it was away, so no interval of I/O is lost or smeared.
     fresh: float | None = None
 
 

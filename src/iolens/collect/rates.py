@@ -24,9 +24,10 @@ class RateKeeper:
         self, key: Key, value: float, now: float, bits: int = 64, born: float | None = None
     ) -> tuple[float, float] | None:
         """(rate per second, interval) since the previous value of `key`; None the first
-        time, unless the counter was `born` (from zero) at that time."""
+        time. A counter `born` (from zero) at that time and not read since is rated from
+        zero: its entry appeared, or came back after it was dropped."""
         prev = self.last.get(key)
-        if prev is None and born is not None:
+        if born is not None and (prev is None or prev[1] < born):
             prev = (0.0, born)
         self.last[key] = (value, now)
         if prev is None:

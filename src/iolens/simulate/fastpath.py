@@ -151,7 +151,7 @@ class DirectAgent:
         # Agent._born: a counter first seen, born with its entry since the previous round,
         # is rated from zero over that round
         born = (
-            np.isnan(prev_time)
+            ~(prev_time >= prev_round)  # never read, or not read at the previous round
             & ~np.isnan(fresh)
             & ~np.isnan(prev_round)
             & (np.isneginf(fresh) | (fresh >= prev_round))

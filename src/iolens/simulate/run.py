@@ -236,6 +236,53 @@ def simulate(config: SimConfig) -> Simulation:
     return sim
 
 
+def n1_truth(sim: Simulation, interference: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`n1_interference` episodes by Beacon's criterion (4.1), on the simulator's own
+    losses: an N-1 job over `BEACON_N1_NODES` compute nodes behind a forwarder, with a
+    victim that truly lost enough to it (the `interference` list) and has nodes behind the
+    same forwarder. One per (culprit, forwarder), over the culprit's N-1 phases."""
+    topo = sim.topology
+    runs = {r.spec.job_id: r for r in sim.result.jobs}
+
+    def behind(job: str) -> dict[int, int]:
+        run = runs[job]
+        fwd = topo.fwd_of_node[run.first_node : run.first_node + run.spec.nnodes]
+        return {int(f): int(n) for f, n in zip(*np.unique(fwd, return_counts=True), strict=True)}
+
+    victims: dict[str, list[dict[str, Any]]] = {}
+    for pair in interference:
+        victims.setdefault(pair["culprit"], []).append(pair)
+    out = []
+    start = sim.config.start
+    for culprit, pairs in sorted(victims.items()):
+        run = runs[culprit]
+        n1 = [p for p in run.phases if p.n1]
+        if not n1:
+            continue
+        for f, n in sorted(behind(culprit).items()):
+            hurt = [p for p in pairs if f in behind(p["victim"])]
+            if n <= BEACON_N1_NODES or not hurt:
+                continue
+            out.append(
+                {
+                    "kind": "n1_interference",
+                    "component": topo.forwarders[f],
+                    "start": (start + timedelta(seconds=min(p.start for p in n1)))
+                    .isoformat()
+                    .replace("+00:00", "Z"),
+                    "end": (start + timedelta(seconds=max(p.end for p in n1)))
+                    .isoformat()
+                    .replace("+00:00", "Z"),
+                    "culprit": culprit,
+                    "culprit_nodes": n,
+                    "magnitude": n,
+                    "victims": {p["victim"]: p["lost_seconds"] for p in hurt},
+                    "planted": culprit == sim.jobs[0].job_id,
+                }
+            )
+    return out
+
+
 def ground_truth(sim: Simulation) -> dict[str, Any]:
     start = sim.config.start
 
@@ -279,30 +326,8 @@ def ground_truth(sim: Simulation) -> dict[str, Any]:
         }
         for f in sim.result.faults
     ]
+    faults += n1_truth(sim, interference)
     culprit, victim = sim.jobs[0], sim.jobs[1]  # the planted N-1 pair
-    if culprit.nnodes > BEACON_N1_NODES:
-        run = next(r for r in sim.result.jobs if r.spec.job_id == culprit.job_id)
-        fwd = sim.topology.forwarders[int(sim.topology.fwd_of_node[run.first_node])]
-        n1 = [p for p in run.phases if p.n1]
-        hurt = any(
-            i["victim"] == victim.job_id and i["culprit"] == culprit.job_id for i in interference
-        )
-        faults.append(
-            {
-                "kind": "n1_interference",
-                "component": fwd,
-                "start": iso(min(p.start for p in n1)),
-                "end": iso(max(p.end for p in n1)),
-                "culprit": culprit.job_id,
-                "culprit_nodes": culprit.nnodes,
-                "magnitude": culprit.nnodes,
-                # the N-N job next to it, if it lost enough to count as interfered with
-                "victim": victim.job_id if hurt else None,
-                "victim_lost_seconds": round(
-                    sim.result.blame.get((victim.job_id, culprit.job_id), 0.0), 1
-                ),
-            }
-        )
     thrasher = sim.jobs[2] if len(sim.jobs) > 2 and sim.jobs[2].first_node is not None else None
     num, den = THRASH_AMPLIFICATION
     for f in faults:

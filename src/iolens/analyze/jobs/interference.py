@@ -17,12 +17,12 @@ request (handling plus the queue wait of the target's server, `req_waittime`).
   slowest); the victim lost that share of the second. Samples where noise makes the
   latency fall below the baseline count negatively, so noise cancels over a burst
   instead of adding up.
-* **Who caused it.** The baseline already holds what a job's own load costs it, so the
-  excess is the others' doing: each other job is charged the lost time times its share of
-  the busy time the others gave the target in that sample (N-1 jobs, whose requests hold
-  a thread longer, weigh more by themselves). What no scheduler job accounts for (clients
+* **Who caused it.** The excess latency comes from the target's whole load, so each
+  other job is charged the lost time times its share of the target's busy time in that
+  sample, the victim's own share being its own part (N-1 jobs, whose requests hold a
+  thread longer, weigh more by themselves). What no scheduler job accounts for (clients
   outside jobs, untagged `procname.uid` processes) is kept as the victim's loss to "other
-  clients".
+  clients". This is the split the simulator's ground truth uses too.
 * **A degraded target** is not its neighbours' fault: while a `slow_ost` episode covers
   a target, the uncontended latency there is raised by the episode's measured slowdown.
 
@@ -268,16 +268,16 @@ def window_tallies(
             lost = float(slowed[r]) * len(held)
             g = s.group[r]
             members = order[starts[g] : ends[g]]
-            others = s.group_busy[g] - s.busy[r]  # the load that is not the victim's own
-            if others <= 1e-9 * s.group_busy[g]:
-                continue  # alone on the target: nobody to blame (and nothing to lose)
-            lost_other[v] += lost * s.group_other[g] / others
+            whole = s.group_busy[g]
+            if whole - s.busy[r] <= 1e-9 * whole:
+                continue  # alone on the target: nobody to blame
+            lost_other[v] += lost * s.group_other[g] / whole
             comp = str(s.component[r])
             for m in members:
                 c = str(s.job[m])
                 if c == v or not s.known[m]:
                     continue
-                part = float(s.busy[m] / others)
+                part = float(s.busy[m] / whole)
                 delay = lost * part
                 key = (v, c, comp)
                 t = out.get(key)

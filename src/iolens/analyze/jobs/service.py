@@ -43,33 +43,56 @@ WITH tot AS (
           ELSE coalesce(read_ops, 0) + coalesce(write_ops, 0) END)::DOUBLE AS tops,
     service_us AS tsvc
   FROM server_samples
-  WHERE job_id IS NULL AND kind IN ('ost', 'mdt') AND interval_s > 0
+  WHERE job_id IS NULL AND kind IN ('ost', 'mdt', 'forwarder') AND interval_s > 0
     AND {_WINDOW.format(t="ts", dt="interval_s")}),
-jr AS (
-  SELECT s.kind, s.component_id AS c, s.job_id AS j, s.ts, epoch(s.ts) AS t, s.interval_s AS dt,
+lustre AS (
+  SELECT s.kind, s.component_id AS c, s.job_id AS j, s.ts, s.interval_s AS dt,
     (CASE WHEN s.kind = 'mdt' THEN coalesce(s.md_ops, 0)
           ELSE coalesce(s.read_ops, 0) + coalesce(s.write_ops, 0) END)::DOUBLE AS ops,
     (coalesce(s.read_bytes, 0) + coalesce(s.write_bytes, 0))::DOUBLE AS nbytes,
     coalesce(s.read_bytes, 0)::DOUBLE AS rbytes,
-    s.service_us AS svc,
-    k.job_id IS NOT NULL AS known
-  FROM server_samples s LEFT JOIN (SELECT DISTINCT job_id FROM jobs) k USING (job_id)
+    s.service_us AS svc
+  FROM server_samples s
   WHERE s.job_id IS NOT NULL AND s.kind IN ('ost', 'mdt') AND s.interval_s > 0
     AND {_WINDOW.format(t="s.ts", dt="s.interval_s")}),
-par AS (SELECT component_id AS c, any_value(parent) AS parent FROM components
-        WHERE kind IN ('ost', 'mdt') GROUP BY ALL),
+placed AS (SELECT job_id, unnest(nodes) AS node, "start", "end" FROM jobs),
+clients AS (
+  SELECT split_part(s.component_id, ':', 1) AS c, p.job_id AS j, s.ts, s.interval_s AS dt,
+    (coalesce(s.read_ops, 0) + coalesce(s.write_ops, 0))::DOUBLE AS ops,
+    (coalesce(s.read_bytes, 0) + coalesce(s.write_bytes, 0))::DOUBLE AS nbytes,
+    coalesce(s.read_bytes, 0)::DOUBLE AS rbytes,
+    s.service_us AS svc
+  FROM server_samples s
+  JOIN placed p ON p.node = split_part(s.component_id, ':', 2)
+    AND s.ts > p."start" AND s.ts - to_microseconds(CAST(s.interval_s * 1e6 AS BIGINT))
+      < coalesce(p."end", s.ts)
+  WHERE s.kind = 'fwd_client' AND s.interval_s > 0
+    AND {_WINDOW.format(t="s.ts", dt="s.interval_s")}),
+jr AS (
+  SELECT *, false AS forwarded FROM lustre
+  UNION ALL
+  SELECT 'forwarder', c, j, ts, any_value(dt), sum(ops), sum(nbytes), sum(rbytes),
+    sum(svc * ops) / nullif(sum(ops) FILTER (WHERE svc IS NOT NULL), 0), true
+  FROM clients GROUP BY c, j, ts),
+par AS (
+  SELECT component_id AS c, any_value(parent) AS parent FROM components
+  WHERE kind IN ('ost', 'mdt') GROUP BY ALL
+  UNION ALL  -- a forwarder queues its own requests
+  SELECT DISTINCT component_id, component_id FROM server_samples
+  WHERE kind = 'forwarder' AND job_id IS NULL AND {_WINDOW.format(t="ts", dt="interval_s")}),
 w AS (
   SELECT component_id AS p, ts, avg(wait_us) AS wait FROM server_samples
-  WHERE job_id IS NULL AND kind IN ('oss', 'mds') AND wait_us IS NOT NULL
+  WHERE job_id IS NULL AND kind IN ('oss', 'mds', 'forwarder') AND wait_us IS NOT NULL
     AND {_WINDOW.format(t="ts", dt="interval_s")}
   GROUP BY ALL)
-SELECT jr.kind, jr.c, jr.j, jr.t, jr.dt, jr.ops, jr.nbytes, jr.rbytes, jr.svc, jr.known,
-  tot.tops, tot.tsvc, w.wait, par.parent IS NOT NULL AS has_parent
+SELECT jr.kind, jr.c, jr.j, epoch(jr.ts) AS t, jr.dt, jr.ops, jr.nbytes, jr.rbytes, jr.svc,
+  k.job_id IS NOT NULL AS known, tot.tops, tot.tsvc, w.wait, par.parent IS NOT NULL AS has_parent
 FROM jr JOIN tot USING (kind, c, ts)
+LEFT JOIN (SELECT DISTINCT job_id FROM jobs) k ON k.job_id = jr.j
 LEFT JOIN par USING (c)
 LEFT JOIN w ON w.p = par.parent AND w.ts = jr.ts
 WHERE jr.ops > 0
-ORDER BY jr.c, jr.t, jr.j
+ORDER BY jr.c, jr.ts, jr.j
 """
 
 #: Direction codes of a row: what most of its requests were.
@@ -130,7 +153,7 @@ class Samples:
 
 def load(store: Store, lo: int, hi: int) -> Samples:
     """The target samples whose intervals start in [lo, hi) (epoch seconds)."""
-    t = store.query(_SQL, [lo, hi] * 3)
+    t = store.query(_SQL, [lo, hi] * 5)
     c = {n: t.column(n).to_numpy(zero_copy_only=False) for n in t.column_names}
     n = t.num_rows
     ops = c["ops"].astype(float)

@@ -82,6 +82,7 @@ class ClientTraffic:
     """Data requests of each compute node through its forwarder, per round (COO rows)."""
 
     node: np.ndarray  # compute node name
+    job: np.ndarray  # its job (Slurm id)
     fwd: np.ndarray  # forwarder index
     rnd: np.ndarray
     write: np.ndarray  # bool
@@ -172,7 +173,7 @@ class ActivityBuilder:
         self.router_bytes = np.zeros((rounds.count, n_fwd, 2), np.int64)
         self.router_rpcs = np.zeros((rounds.count, n_fwd), np.int64)
         self.router_md = np.zeros((rounds.count, n_fwd), np.int64)
-        self.clients = _Rows("node", "fwd", "rnd", "write", "size", "requests", "n1")
+        self.clients = _Rows("node", "job", "fwd", "rnd", "write", "size", "requests", "n1")
 
     def build(
         self,
@@ -257,6 +258,7 @@ class ActivityBuilder:
         n = len(i)
         self.clients.add(
             node=np.array([topo.compute[x] for x in nodes[i]], dtype=object),
+            job=p.job.job_id,
             fwd=topo.fwd_of_node[nodes[i]],
             rnd=rnds[k],
             write=np.full(n, write),

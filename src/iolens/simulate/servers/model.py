@@ -112,10 +112,15 @@ class ServiceModel:
     def ost_rpc_us(
         self, k: np.ndarray, ost: np.ndarray, rpc_bytes: np.ndarray, write: np.ndarray
     ) -> np.ndarray:
-        """Mean time per bulk RPC of each (round, OST, size, direction), microseconds."""
+        """Mean time per bulk RPC of each (round, OST, size, direction), microseconds.
+
+        An OST thread handles an RPC synchronously with its disk I/O, so when the OST is
+        asked for more than it can serve the RPC waits for the disk inside its handling
+        time: it stretches by the overload (clients are closed loops, so by Little's law
+        latency grows as throughput is shared)."""
         s = self.osts
         base = service_time_us(rpc_bytes, write.astype(float), s.util[k, ost])
-        return base * s.factor[k, ost]
+        return base * s.factor[k, ost] * np.maximum(1.0, s.offered[k, ost])
 
     def md_us(self, k: int, op: str) -> float:
         s = self.mds
