@@ -30,7 +30,8 @@ IB_COUNTERS = IB_CASE / "sys/class/infiniband/mlx5_0/ports/1/counters"
 
 def dump(readings: list[Reading]) -> list[dict[str, object]]:
     assert not any(r.sparse for r in readings)  # every port and router counter is reported
-    rows = [{k: v for k, v in dataclasses.asdict(r).items() if k not in ("sparse", "fresh")} for r in readings]
+    flags = ("sparse", "fresh")  # how the agent rates, not what the source read
+    rows = [{k: v for k, v in dataclasses.asdict(r).items() if k not in flags} for r in readings]
     return sorted(rows, key=lambda r: (r["kind"], r["component"], r["metric"], r["job_id"] or ""))
 
 
