@@ -107,18 +107,21 @@ def test_faults_and_interference_are_in_the_truth(sim_db):
         "metadata_storm",
         "n1_interference",
     }
-    n1 = next(f for f in sim_db.truth["faults"] if f["kind"] == "n1_interference")
     pairs = {(i["victim"], i["culprit"]) for i in sim_db.truth["interference"]}
-    if n1["victim"] is not None:  # the N-N neighbour lost enough to count
-        assert (n1["victim"], n1["culprit"]) in pairs
-    assert n1["culprit_nodes"] > 32  # Beacon's criterion for an N-1 anomaly
-    assert sim_db.truth["jobs"][n1["culprit"]]["io_mode"] == "N-1"
+    for n1 in (f for f in sim_db.truth["faults"] if f["kind"] == "n1_interference"):
+        # Beacon's criterion, on the simulator's own losses: an N-1 job over 32 nodes behind
+        # the forwarder, and victims behind it that truly lost enough to it
+        assert n1["victims"] and all((v, n1["culprit"]) in pairs for v in n1["victims"])
+        assert n1["culprit_nodes"] > 32
+        assert sim_db.truth["jobs"][n1["culprit"]]["io_mode"] == "N-1"
+        assert (
+            n1["magnitude"] == n1["culprit_nodes"] <= sim_db.truth["jobs"][n1["culprit"]]["nnodes"]
+        )
     # Each fault's size, as a detector would be judged by it.
     by_kind = {f["kind"]: f for f in sim_db.truth["faults"]}
     assert by_kind["slow_ost"]["magnitude"] == 10.0  # the defaults: 10x slower
     assert by_kind["slow_forwarder"]["magnitude"] == 4.0
     assert by_kind["metadata_storm"]["magnitude"] == 60_000.0  # ops/s offered
-    assert n1["magnitude"] == n1["culprit_nodes"] == sim_db.truth["jobs"][n1["culprit"]]["nnodes"]
 
 
 def test_report_fields_are_consistent(reports):

@@ -4,7 +4,9 @@
 of the known peak value, as well as a minimum duration of 60 minutes" (Beacon 4.2). Taken
 literally the rule fires on every idle server, so it is applied only while the server has
 demand: samples whose mean request queue is at least `queue` (queued requests mean the
-clients wanted more than they got). Throughput counts requests too when the component has
+clients wanted more than they got). An OST has no queue gauge of its own: Lustre queues
+bulk requests per OSS (`ost/OSS/ost_io/stats` `req_qdepth`), so an OST counts as asked for
+more when its OSS (`components.parent`, reported by the OSS agent) queues. Throughput counts requests too when the component has
 a benchmarked `peak_ops`, so a server saturated by small requests (IOPS-bound, not slow)
 does not qualify. Idle samples neither extend nor break an episode; a busy sample at
 normal throughput ends it.
@@ -54,9 +56,12 @@ class LowBandwidth:
                 / max(s.interval_s) AS bw,
               sum(coalesce(s.read_ops, 0) + coalesce(s.write_ops, 0))::DOUBLE / max(s.interval_s)
                 AS ops,
-              max(s.queue_len) AS queue,
+              coalesce(max(s.queue_len), max(p.queue_len)) AS queue,
               max(c.peak_bw) AS peak_bw, max(c.peak_ops) AS peak_ops
             FROM server_samples s JOIN components c USING (component_id)
+            LEFT JOIN server_samples p
+              ON p.component_id = c.parent AND p.ts = s.ts AND p.job_id IS NULL
+                AND p.kind = 'oss'
             WHERE s.job_id IS NULL AND s.kind IN ({kinds}) AND c.peak_bw > 0
               AND s.interval_s > 0 AND s.ts > ? AND s.ts <= ?
             GROUP BY s.component_id, s.ts

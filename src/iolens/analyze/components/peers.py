@@ -62,6 +62,10 @@ class SlowThresholds:
     min_noise_minutes: int = ShiftParams.min_noise_minutes
     max_idle: int = ShiftParams.max_idle
     min_slowdown: float = ShiftParams.min_slowdown
+    # An episode needs this many busy minutes: a slowdown seen in fewer is as likely a
+    # burst of load all at once (a big job's processes starting together) as a fault, and
+    # the faults worth an operator's time last longer (issue 17: >= 20 min)
+    min_busy_minutes: int = 5
     warning_factor: float = 1.5  # a shift of at least this much is `warning`, less `info`
     critical_factor: float = 4.0  # ... and of at least this much `critical`
 
@@ -111,12 +115,14 @@ def slow_episodes(
     latency: Latency | None = None,
     parent_kind: str | None = None,
     missing: Missing | None = None,
+    report_blind: bool = True,
 ) -> list[Episode]:
     """Episodes of components of `component_kind` whose latency shifted up and stayed there.
 
     `latency` defaults to `service_latency`; `parent_kind` names the kind of the
     components' topology parent whose queue is evidence (`oss` for OSTs); `missing` words
-    the gap for components with demand but no latency."""
+    the gap for components with demand but no latency (`report_blind=False`: the caller
+    says it, in its own words)."""
     g = ctx.grid(component_kind)
     if g.minutes == 0 or not g.ids:
         return []
@@ -127,7 +133,7 @@ def slow_episodes(
         writes = np.where(data_ops > 0, g.write_ops / data_ops, np.nan)
     demand = (g.requests >= th.min_requests).any(axis=1)
     blind = [c for i, c in enumerate(g.ids) if demand[i] and not lat.field[i]]
-    if blind:
+    if blind and report_blind:
         gap = missing or Missing(
             f"latency: no `service_us` in the {component_kind} samples",
             "collect a source that reports the time per request (docs/sources.md)",
@@ -189,6 +195,8 @@ def _episodes(
                 continue
             sl = slice(seg.start, seg.end + 1)
             ab = busy[sl]
+            if int(ab.sum()) < th.min_busy_minutes:
+                continue
             ratio = sh.log_ratio[r_i, sl][ab]
             slowdown = float(np.exp(np.median(ratio)))
             svc = lat.value[ci, sl][ab]

@@ -31,7 +31,13 @@ import numpy as np
 
 from iolens.analyze.components import forwarding
 from iolens.analyze.components.base import MINUTE_US, Context, Episode, nanmedian, r
-from iolens.analyze.components.peers import Latency, SlowThresholds, slow_episodes
+from iolens.analyze.components.peers import (
+    Latency,
+    SlowThresholds,
+    service_latency,
+    slow_episodes,
+)
+from iolens.analyze.components.typical import typical_latency
 
 #: What a site can do when a forwarder reports no service time, by what it does report.
 LNET_GAP = (
@@ -61,7 +67,8 @@ class SlowForwarder:
             self.kind,
             self.name,
             self.thresholds,
-            latency=client_latency(ctx, self.thresholds.min_requests),
+            latency=forwarder_latency(ctx, self.thresholds.min_requests),
+            report_blind=False,  # _record_gaps says what each blind forwarder lacks
         )
         for e in found:
             end = e.end or ctx.load_end
@@ -110,24 +117,29 @@ class SlowForwarder:
 MIN_CLIENTS = 2
 
 
-def client_latency(ctx: Context, min_requests: int) -> Latency | None:
-    """Per forwarder and minute, the service time its typical client saw (None without
-    per-client counters, then the daemon's own mean is used).
-
-    A forwarder gone slow serves every client slower; a job whose requests hold threads
-    long (N-1 requests waiting on a shared file, Beacon Table 5) makes only its own
-    clients' times long, and moves the daemon's mean with the job mix. So each client's
-    minute is first put against what such requests usually take (the median over every
-    forwarder's clients in the loaded range, per application of the job on the client,
-    power-of-two request size and direction: an N-1 application's requests are always
-    slow, which is its nature, not the forwarder's),
-    and the forwarder's minute is the request-weighted median of those ratios over its
-    clients (times one constant, to read in microseconds): the request mix drops out."""
+def forwarder_latency(ctx: Context, min_requests: int) -> Latency:
+    """Per forwarder, its typical client's service time when the daemon writes per-client
+    files, else the daemon's own mean (`service_us`)."""
     g = ctx.grid("forwarder")
+    own = service_latency(g)
+    typical = client_latency(ctx, min_requests)
+    if typical is None:
+        return own
+    value, requests, fields = own.value.copy(), own.requests.copy(), list(own.field)
+    for i, f in enumerate(typical.field):
+        if f:
+            value[i], requests[i], fields[i] = typical.value[i], typical.requests[i], f
+    return Latency(value, requests, fields)
+
+
+def client_latency(ctx: Context, min_requests: int) -> Latency | None:
+    """Per forwarder and minute, the service time its typical client saw (`typical.py`),
+    from the daemon's per-client `[usecs]`; None without per-client counters (the
+    daemon's own mean is then used)."""
     rows = ctx.store.query(
         f"""
         WITH placed AS (SELECT app, unnest(nodes) AS node, "start", "end" FROM jobs)
-        SELECT split_part(s.component_id, ':', 1) AS f,
+        SELECT split_part(s.component_id, ':', 1) AS c,
           (epoch_us(s.ts) - 1) // {MINUTE_US} - {ctx.m_load} AS col,
           coalesce(any_value(p.app), '') AS app,
           sum(coalesce(s.read_ops, 0) + coalesce(s.write_ops, 0))::DOUBLE AS ops,
@@ -144,43 +156,13 @@ def client_latency(ctx: Context, min_requests: int) -> Latency | None:
         """,
         ctx.bounds(),
     )
-    if rows.num_rows == 0:
-        return None
-    fwd = rows.column("f").to_numpy(zero_copy_only=False)
-    col = rows.column("col").to_numpy()
-    ops = rows.column("ops").to_numpy()
-    svc = rows.column("busy").to_numpy() / ops
-    size = np.round(np.log2(np.maximum(rows.column("nbytes").to_numpy() / ops, 1.0)))
-    writing = rows.column("writes").to_numpy() * 2 > ops
-    app = rows.column("app").to_numpy(zero_copy_only=False).astype(str)
-    key = np.char.add(np.char.add(app, "|"), (size * 2 + writing).astype(int).astype(str))
-    usual = np.full(len(svc), np.nan)
-    for c in np.unique(key):
-        m = key == c
-        usual[m] = np.median(svc[m])
-    ratio = svc / usual
-    scale = float(np.median(svc))  # back to microseconds, the same for every minute
-    index = {c: i for i, c in enumerate(g.ids)}
-    value = np.full(g.svc.shape, np.nan)
-    count = np.zeros(g.svc.shape)
-    keys = np.array([index.get(f, -1) for f in fwd]) * (g.minutes + 1) + col
-    ok = (np.array([f in index for f in fwd])) & (col >= 0) & (col < g.minutes)
-    for key in np.unique(keys[ok]):
-        m = ok & (keys == key)
-        if m.sum() < MIN_CLIENTS:
-            continue
-        fi, mi = divmod(int(key), g.minutes + 1)
-        order = np.argsort(ratio[m])
-        w = np.cumsum(ops[m][order])
-        med = ratio[m][order][np.searchsorted(w, w[-1] / 2)]
-        value[fi, mi] = med * scale
-        count[fi, mi] = ops[m].sum()
-    has = np.isfinite(value).any(axis=1)
-    if not has.any():
-        return None
-    field = ["fwd_client service_us (median client)" if h else "" for h in has]
-    count = np.where(count >= min_requests, count, 0.0)
-    return Latency(value, count, field)
+    return typical_latency(
+        ctx.grid("forwarder"),
+        rows,
+        "fwd_client service_us (typical client)",
+        min_requests,
+        MIN_CLIENTS,
+    )
 
 
 def _what_it_reports(ctx: Context, fwds: list[str]) -> dict[str, set[str]]:
