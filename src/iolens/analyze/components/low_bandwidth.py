@@ -6,9 +6,9 @@ literally the rule fires on every idle server, so it is applied only while the s
 demand: samples whose mean request queue is at least `queue` (queued requests mean the
 clients wanted more than they got). An OST has no queue gauge of its own: Lustre queues
 bulk requests per OSS (`ost/OSS/ost_io/stats` `req_qdepth`), so an OST counts as asked for
-more when its OSS (`components.parent`, reported by the OSS agent) queues. Throughput counts requests too when the component has
-a benchmarked `peak_ops`, so a server saturated by small requests (IOPS-bound, not slow)
-does not qualify. Idle samples neither extend nor break an episode; a busy sample at
+more when its OSS (`components.parent`, reported by the OSS agent) queues. Throughput
+counts requests too when the component has a benchmarked `peak_ops`, so a server
+saturated by small requests (IOPS-bound, not slow) does not qualify. Idle samples neither extend nor break an episode; a busy sample at
 normal throughput ends it.
 
 The peak is the site's: no collector measures it. Components sampled without one
