@@ -8,8 +8,8 @@ clients wanted more than they got). An OST has no queue gauge of its own: Lustre
 bulk requests per OSS (`ost/OSS/ost_io/stats` `req_qdepth`), so an OST counts as asked for
 more when its OSS (`components.parent`, reported by the OSS agent) queues. Throughput
 counts requests too when the component has a benchmarked `peak_ops`, so a server
-saturated by small requests (IOPS-bound, not slow) does not qualify. Idle samples neither extend nor break an episode; a busy sample at
-normal throughput ends it.
+saturated by small requests (IOPS-bound, not slow) does not qualify. Idle samples
+neither extend nor break an episode; a busy sample at normal throughput ends it.
 
 The peak is the site's: no collector measures it. Components sampled without one
 (`components.peak_bw`, from `iolens site topology` or an imported IO500 run) cannot be
