@@ -28,7 +28,8 @@ def _detect(rep: JobReport, spans: list[tuple[float, float]]) -> list[phases.Pha
     s = rep.series
     if s is None or len(s.read) == 0:
         return []
-    return phases.merge_within(phases.detect(s.origin, s.read, s.write, s.md), spans)
+    found = phases.merge_within(phases.detect(s.origin, s.read, s.write, s.md), spans)
+    return phases.widen(found, spans, s.origin, s.read, s.write, s.md)
 
 
 def _history_runs(

@@ -54,7 +54,8 @@ def layer_series(store: Store, job_id: str, bin_s: int = BIN_S) -> dict[str, Any
     """Per-layer (and per-component) bytes and ops per `bin_s` bins over the job's run.
 
     The compute layer comes from the job's own client records, spread exactly over time;
-    the others from the per-job server samples. Bin 0 starts at the job's start.
+    the OSTs and MDTs from their jobstats rows, the forwarders from what the job's nodes asked
+    of them while it ran (per-client counters). Bin 0 starts at the job's start.
     """
     job = queries.job(store, job_id)
     rec = queries.client_io(store, job_id)
@@ -88,13 +89,27 @@ def layer_series(store: Store, job_id: str, bin_s: int = BIN_S) -> dict[str, Any
             "ops": rebin(s.ops),
             "md_ops": rebin(s.md),
         }
+    sums = ", ".join(f"sum(coalesce({m}, 0))::DOUBLE AS {m}" for m in METRICS)
     rows = store.query(
         "SELECT kind, component_id, "
         "CAST(floor((epoch(ts) - interval_s - ?) / ?) AS BIGINT) AS b, "
-        + ", ".join(f"sum(coalesce({m}, 0))::DOUBLE AS {m}" for m in METRICS)
-        + " FROM server_samples WHERE job_id = ? GROUP BY ALL",
+        f"{sums} FROM server_samples WHERE job_id = ? GROUP BY ALL",
         [t_lo, bin_s, job_id],
     ).to_pylist()
+    # A forwarder knows its clients, not their jobs: the job's share is what its nodes
+    # asked while it ran (forwarding daemon per-client counters, kind `fwd_client`).
+    nodes = list(job.get("nodes") or [])
+    if nodes and job["start"] is not None:
+        rows += store.query(
+            "SELECT 'forwarder' AS kind, split_part(component_id, ':', 1) AS component_id, "
+            "CAST(floor((epoch(ts) - interval_s - ?) / ?) AS BIGINT) AS b, "
+            f"{sums} FROM server_samples WHERE kind = 'fwd_client' "
+            "AND split_part(component_id, ':', 2) IN (SELECT unnest(?)) "
+            "AND ts > ? "
+            "AND (? IS NULL OR ts - to_microseconds(CAST(interval_s * 1e6 AS BIGINT)) < ?) "
+            "GROUP BY ALL",
+            [t_lo, bin_s, nodes, job["start"], job["end"], job["end"]],
+        ).to_pylist()
     for r in rows:
         b = min(max(int(r["b"]), 0), nbins - 1)
         kind = "mds" if r["kind"] == "mdt" else r["kind"]

@@ -139,6 +139,49 @@ def merge_within(found: list[Phase], spans: list[tuple[float, float]]) -> list[P
     return out
 
 
+def widen(
+    found: list[Phase],
+    spans: list[tuple[float, float]],
+    origin: float,
+    read: np.ndarray,
+    write: np.ndarray,
+    md: np.ndarray,
+) -> list[Phase]:
+    """Each phase grown to the open..close span it lies in, trimmed to that span's first and
+    last second of activity, its bytes and ops recounted.
+
+    A phase throttled to a trickle keeps its files open while it completes a request now
+    and then; the wavelet's 2 % threshold cuts that tail off, yet it is the same phase
+    (its bytes, and the time it really took, belong to it)."""
+    active = (read > 0) | (write > 0) | (md > 0)
+    out = []
+    for i, p in enumerate(found):
+        span = next(((lo, hi) for lo, hi in spans if p.end > lo and p.start < hi), None)
+        if span is None:
+            out.append(p)
+            continue
+        lo = max(int(np.floor(span[0] - origin)), 0)
+        hi = min(int(np.ceil(span[1] - origin)), len(active))
+        # never into a neighbouring phase
+        if i > 0:
+            lo = max(lo, int(np.ceil(out[-1].end - origin)))
+        if i + 1 < len(found):
+            hi = min(hi, int(np.floor(found[i + 1].start - origin)))
+        idx = np.flatnonzero(active[lo:hi]) + lo
+        a = min(int(p.start - origin), int(idx[0])) if len(idx) else int(p.start - origin)
+        b = max(int(p.end - origin), int(idx[-1]) + 1) if len(idx) else int(p.end - origin)
+        out.append(
+            Phase(
+                origin + a,
+                origin + b,
+                int(read[a:b].sum()),
+                int(write[a:b].sum()),
+                int(md[a:b].sum()),
+            )
+        )
+    return out
+
+
 def _ts(second: float) -> datetime:
     return datetime.fromtimestamp(second, UTC).replace(tzinfo=None)
 
