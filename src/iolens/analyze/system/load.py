@@ -7,10 +7,13 @@ ones mean the static compute -> forwarder mapping wastes capacity. A peak, not a
 what matters here: an hour with a few saturated minutes is an hour a job waited.
 
 Rates come from component totals (`server_samples` rows with no job): bytes/s read plus
-written for forwarders and OSTs, metadata ops/s for the MDS (kind `mds`, or `mdt` as
-the Lustre agent reports per target). The capacity is `components.peak_bw` (`peak_ops`
-for the MDS); a component without one is measured against the highest rate any
-component of its kind reached in the window, which keeps cells comparable across the kind.
+written for forwarders (`iofwd`: `run/iofwd/<svc>/stats` `read_bytes`/`write_bytes`) and
+OSTs (`lustre_oss`: `obdfilter/<ost>/stats`), metadata ops/s for the MDS from its
+targets' `mdt/<mdt>/md_stats` (kind `mdt`, `lustre_mds`; kind `mds` is the MDS host's
+request queue and counts no operations). The capacity is `components.peak_bw`
+(`peak_ops` of the MDT for the MDS), from the site topology; a component without one is
+measured against the highest rate any component of its kind reached in the window, which
+keeps cells comparable across the kind.
 """
 
 from __future__ import annotations
@@ -30,11 +33,12 @@ LEVEL_NAMES = tuple(name for name, _ in LEVELS)
 #: not saturation, while a minute at full bandwidth is.
 DEFAULT_RESOLUTION_S = 60
 
-#: View kind -> sample kinds it reads, the rate it plots, and the capacity column.
+#: View kind -> sample kinds it reads and the rate it plots (bytes/s or metadata ops/s).
+#: The MDS view reads its MDTs: the agent reports metadata operations per target.
 VIEW_KINDS: dict[str, tuple[tuple[str, ...], str]] = {
     "forwarder": (("forwarder",), "bytes"),
     "ost": (("ost",), "bytes"),
-    "mds": (("mds", "mdt"), "ops"),
+    "mds": (("mdt",), "ops"),
 }
 
 
