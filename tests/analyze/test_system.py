@@ -27,6 +27,7 @@ from iolens.errors import NotFound
 from iolens.model.ids import JobIdScheme
 from iolens.model.schema import COMPONENTS, METRICS, SERVER_SAMPLES
 from iolens.present.cli.render import to_json
+from iolens.simulate import SimConfig, simulate
 from iolens.store import DuckDBStore
 
 KINDS = ("forwarder", "ost", "mds")
@@ -176,6 +177,60 @@ def test_imbalance_finds_an_idle_forwarder_next_to_a_saturated_one(tmp_path):
     assert (imb.hours, imb.idle_next_to_saturated, imb.share) == (2, 1, 0.5)
     assert imb.by_hour[0].high == ["fa"] and imb.by_hour[0].idle == ["fb"]
     assert load.shares == {"high": 0.25, "mid": 0.5, "low": 0.0, "idle": 0.25}
+
+
+def test_lnet_routers_are_loaded_by_the_bytes_they_route(tmp_path):
+    """An LNet router counts routed bytes, not reads and writes (`lnet_router`): its load
+    is `route_bytes`; a forwarder whose daemon counts reads and writes keeps those."""
+    t0 = datetime(2025, 1, 1, 10, 0, 0)
+    samples, metrics = [], []
+    for i in range(12):  # two minutes of 10 s samples
+        ts = t0 + timedelta(seconds=10 * (i + 1))
+        bw = 2e9 if i < 6 else 1e9  # r1 routes 2 GB/s in the first minute, 1 GB/s after
+        metrics.append((ts, "r1", "route_bytes", bw))
+        metrics.append((ts, "r1", "queue_len", 3.0))
+        metrics.append((ts, "f2", "route_bytes", 5e9))  # a daemon node that also routes
+        samples.append(
+            dict(ts=ts, interval_s=10.0, kind="forwarder", component_id="f2",
+                 read_bytes=int(0.5e9 * 10), write_bytes=0)
+        )  # fmt: skip
+        samples.append(dict(ts=ts, interval_s=10.0, kind="forwarder", component_id="r1"))
+    table = pa.Table.from_pylist(
+        [{"ts": ts, "interval_s": 10.0, "kind": "forwarder", "component_id": c, "job_id": None,
+          "metric": m, "value": v} for ts, c, m, v in metrics],
+        schema=METRICS,
+    )  # fmt: skip
+    with DuckDBStore(tmp_path / "r.duckdb") as store:
+        empty = hourly_load(store, "forwarder")
+        store.append("metrics", table)
+        store.append("server_samples", _samples(samples))
+        load = hourly_load(store, "forwarder")
+        ost = hourly_load(store, "ost")
+    assert empty.cells == [] and "route_bytes" in empty.missing and "iofwd" in empty.missing
+    comps = {c.component_id: c for c in load.components}
+    assert (comps["r1"].basis, comps["r1"].peak) == ("route_bytes", pytest.approx(2e9))
+    assert (comps["f2"].basis, comps["f2"].peak) == ("read_bytes + write_bytes", 0.5e9)
+    assert load.missing is None
+    assert ost.cells == [] and "obdfilter/<ost>/stats" in ost.missing
+
+
+def test_the_simulated_lnet_routers_have_load_cells():
+    """The simulator's LNet routers, through the real `lnet_router` source: one cell per
+    router and hour, each the highest one-minute mean of its routed bytes."""
+    sim = simulate(SimConfig(nodes=512, hours=0.5, seed=7, forwarder_export="lnet"))
+    with DuckDBStore(":memory:") as store:
+        sim.load(store)
+        load = hourly_load(store, "forwarder")
+        rows = store.query(
+            "SELECT component_id, max(b / s) AS peak FROM (SELECT component_id, "
+            "(epoch_us(ts) - 1) // 60000000 AS m, sum(value * interval_s) AS b, "
+            "sum(interval_s) AS s FROM metrics WHERE kind = 'forwarder' "
+            "AND metric = 'route_bytes' GROUP BY ALL) GROUP BY ALL"
+        ).to_pylist()
+    assert rows and {c.basis for c in load.components} == {"route_bytes"}
+    assert {c.component_id: c.peak for c in load.components} == pytest.approx(
+        {r["component_id"]: r["peak"] for r in rows}
+    )
 
 
 # -- MDS -----------------------------------------------------------------------------------

@@ -66,6 +66,9 @@ def test_empty_store_says_so(tmp_path):
     DuckDBStore(db).close()
     res = run_cli("load", "--db", str(db))
     assert res.returncode == 0 and "No load samples" in res.stdout
+    text = " ".join(res.stdout.split())
+    for source in ("run/iofwd/<svc>/stats", "route_bytes", "obdfilter/<ost>/stats", "md_stats"):
+        assert source in text, source  # each kind says what it was not given
 
 
 def test_analyze_since_runs_jobs_ended_since_and_the_components(sim_db, tmp_path):
