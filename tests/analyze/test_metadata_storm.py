@@ -314,16 +314,16 @@ def test_an_mds_without_md_stats_is_a_gap(tmp_path):
 def test_names_come_from_real_records_when_the_site_has_them(tmp_path):
     """uid 1003 is carol because a Darshan log of her job recorded it; the login NID is
     login01 because the site topology lists it as an alias (the `component_aliases`
-    table `iolens site topology` writes)."""
-    from iolens.model.schema import DARSHAN_LOGS, JOBS
+    table `iolens site topology` writes, schema version 6)."""
+    from iolens.model.schema import COMPONENT_ALIASES, DARSHAN_LOGS, JOBS
 
     with make_store(tmp_path, mdt_rows(proc_busy=40_000.0)) as store:
         job = {"job_id": "77", "user": "carol", "app": "vpic", "nodes": ["c001"], "nprocs": 4}
         store.append("jobs", pa.Table.from_pylist([job], schema=JOBS))
         log = {"job_id": "77", "log_key": "darshan:x", "uid": 1003}
         store.append("darshan_logs", pa.Table.from_pylist([log], schema=DARSHAN_LOGS))
-        store.execute("CREATE TABLE component_aliases (alias VARCHAR, component_id VARCHAR)")
-        store.execute("INSERT INTO component_aliases VALUES (?, 'login01')", [LOGIN_NID])
+        alias = {"alias": LOGIN_NID, "component_id": "login01"}
+        store.append("component_aliases", pa.Table.from_pylist([alias], schema=COMPONENT_ALIASES))
         (e,) = storms(store)
     ev = e["evidence"]
     assert ev["processes"][0]["user"] == "carol" and ev["clients"][0]["host"] == "login01"

@@ -4,6 +4,7 @@ faults) and on small hand-made stores whose answers are known."""
 from __future__ import annotations
 
 import json
+import statistics
 from collections import defaultdict
 from datetime import datetime, timedelta
 
@@ -26,6 +27,7 @@ from iolens.errors import NotFound
 from iolens.model.ids import JobIdScheme
 from iolens.model.schema import COMPONENTS, METRICS, SERVER_SAMPLES
 from iolens.present.cli.render import to_json
+from iolens.simulate import SimConfig, simulate
 from iolens.store import DuckDBStore
 
 KINDS = ("forwarder", "ost", "mds")
@@ -58,13 +60,21 @@ def test_shares_sum_to_one_and_cells_cover_every_component_hour(sim, kind):
     assert load.cells, kind
     assert sum(load.shares.values()) == pytest.approx(1.0)
     assert sum(load.counts.values()) == len(load.cells)
-    sample_kinds = "('mds', 'mdt')" if kind == "mds" else f"('{kind}')"
+    # The MDS's metadata operations are its MDTs' md_stats (kind `mdt`); kind `mds` rows are
+    # the host's request queue, with no operations, and make no cell.
+    sample_kind = "mdt" if kind == "mds" else kind
     cells = store.query(
         "SELECT count(*) AS n FROM (SELECT DISTINCT component_id, "
         "date_trunc('hour', ts - INTERVAL '1 microsecond') FROM server_samples "
-        f"WHERE job_id IS NULL AND kind IN {sample_kinds})"
+        "WHERE job_id IS NULL AND kind = ?)",
+        [sample_kind],
     ).to_pylist()[0]["n"]
     assert len(load.cells) == cells
+    assert {c.component_id for c in load.cells} == set(
+        store.query("SELECT component_id FROM components WHERE kind = ?", [sample_kind])
+        .column("component_id")
+        .to_pylist()
+    )
     for c in load.cells:
         assert c.level == level_of(c.load)
     for comp in load.components:
@@ -169,6 +179,60 @@ def test_imbalance_finds_an_idle_forwarder_next_to_a_saturated_one(tmp_path):
     assert load.shares == {"high": 0.25, "mid": 0.5, "low": 0.0, "idle": 0.25}
 
 
+def test_lnet_routers_are_loaded_by_the_bytes_they_route(tmp_path):
+    """An LNet router counts routed bytes, not reads and writes (`lnet_router`): its load
+    is `route_bytes`; a forwarder whose daemon counts reads and writes keeps those."""
+    t0 = datetime(2025, 1, 1, 10, 0, 0)
+    samples, metrics = [], []
+    for i in range(12):  # two minutes of 10 s samples
+        ts = t0 + timedelta(seconds=10 * (i + 1))
+        bw = 2e9 if i < 6 else 1e9  # r1 routes 2 GB/s in the first minute, 1 GB/s after
+        metrics.append((ts, "r1", "route_bytes", bw))
+        metrics.append((ts, "r1", "queue_len", 3.0))
+        metrics.append((ts, "f2", "route_bytes", 5e9))  # a daemon node that also routes
+        samples.append(
+            dict(ts=ts, interval_s=10.0, kind="forwarder", component_id="f2",
+                 read_bytes=int(0.5e9 * 10), write_bytes=0)
+        )  # fmt: skip
+        samples.append(dict(ts=ts, interval_s=10.0, kind="forwarder", component_id="r1"))
+    table = pa.Table.from_pylist(
+        [{"ts": ts, "interval_s": 10.0, "kind": "forwarder", "component_id": c, "job_id": None,
+          "metric": m, "value": v} for ts, c, m, v in metrics],
+        schema=METRICS,
+    )  # fmt: skip
+    with DuckDBStore(tmp_path / "r.duckdb") as store:
+        empty = hourly_load(store, "forwarder")
+        store.append("metrics", table)
+        store.append("server_samples", _samples(samples))
+        load = hourly_load(store, "forwarder")
+        ost = hourly_load(store, "ost")
+    assert empty.cells == [] and "route_bytes" in empty.missing and "iofwd" in empty.missing
+    comps = {c.component_id: c for c in load.components}
+    assert (comps["r1"].basis, comps["r1"].peak) == ("route_bytes", pytest.approx(2e9))
+    assert (comps["f2"].basis, comps["f2"].peak) == ("read_bytes + write_bytes", 0.5e9)
+    assert load.missing is None
+    assert ost.cells == [] and "obdfilter/<ost>/stats" in ost.missing
+
+
+def test_the_simulated_lnet_routers_have_load_cells():
+    """The simulator's LNet routers, through the real `lnet_router` source: one cell per
+    router and hour, each the highest one-minute mean of its routed bytes."""
+    sim = simulate(SimConfig(nodes=512, hours=0.5, seed=7, forwarder_export="lnet"))
+    with DuckDBStore(":memory:") as store:
+        sim.load(store)
+        load = hourly_load(store, "forwarder")
+        rows = store.query(
+            "SELECT component_id, max(b / s) AS peak FROM (SELECT component_id, "
+            "(epoch_us(ts) - 1) // 60000000 AS m, sum(value * interval_s) AS b, "
+            "sum(interval_s) AS s FROM metrics WHERE kind = 'forwarder' "
+            "AND metric = 'route_bytes' GROUP BY ALL) GROUP BY ALL"
+        ).to_pylist()
+    assert rows and {c.basis for c in load.components} == {"route_bytes"}
+    assert {c.component_id: c.peak for c in load.components} == pytest.approx(
+        {r["component_id"]: r["peak"] for r in rows}
+    )
+
+
 # -- MDS -----------------------------------------------------------------------------------
 def test_mds_split_adds_up_and_the_storm_is_not_jobs(sim):
     store, truth = sim
@@ -192,34 +256,143 @@ def test_mds_split_adds_up_and_the_storm_is_not_jobs(sim):
     assert storm_hour.other_share > 0.9  # login01's storm dwarfs the jobs' metadata
     fine = mds_load(store, bin_s=600)
     assert sum(b.total_ops for b in fine.bins) == total
+    # The only client outside jobs is the login node: `ls` and `cp` always, the storm for
+    # its span (truth). So in every bin `other` (md_stats minus the jobs' job_stats) is what
+    # the MDT's exports/<nid>/stats counted for the storm's client, file against file.
+    login = {
+        r["bin"]: int(r["n"])
+        for r in store.query(
+            "SELECT make_timestamp((epoch_us(ts) - 1) // 600000000 * 600000000) AS bin, "
+            "sum(md_ops) AS n FROM server_samples WHERE kind = 'mdt_client' "
+            "AND job_id IS NULL AND component_id = 'lustre-MDT0000:' || ? GROUP BY ALL",
+            [storm["client_nid"]],
+        ).to_pylist()
+    }
+    inside, outside = [], []
     for b in fine.bins:
+        assert b.other_ops == login.get(b.start, 0), b
         end = b.start + timedelta(seconds=600)
-        if end <= s0 or b.start >= s1:  # no storm: every metadata op is a job's
-            assert b.other_ops == 0, b
+        if end <= s0 or b.start >= s1:  # no storm: the login node's processes are tagged
+            assert b.unattributed_ops == 0 and b.other_ops == b.untagged_ops, b
+            outside.append(b)
         elif s0 <= b.start and end <= s1:
             assert b.other_share > 0.95, b
             assert b.peak_load > 0.9
+            inside.append(b)
+    assert inside and outside
+    assert max(b.other_ops for b in outside) < 0.01 * min(b.other_ops for b in inside)
+    # Who: the storm's client tops the exports; its jobstats id (when the truth says it had
+    # one) the untagged processes, else its operations are in no entry.
+    assert fine.top_clients[0]["nid"] == storm["client_nid"]
+    if storm["job_stats_id"] is not None:
+        assert fine.top_untagged[0]["job_id"] == storm["job_stats_id"]
+        assert fine.top_untagged[0]["share"] > 0.9
+    else:
+        assert all(b.unattributed_ops > 0.9 * b.other_ops for b in inside)
     assert fine.time_above_75 is not None and fine.time_above_75 > 0
     assert sum(fine.load_levels.values()) == pytest.approx(1.0)
     assert hourly.top_jobs and hourly.top_jobs[0]["ops"] >= hourly.top_jobs[-1]["ops"]
 
 
 # -- network -------------------------------------------------------------------------------
-def test_switch_histogram_and_imbalance(sim):
+def test_switch_view_says_the_simulated_switches_are_unmonitored(sim):
+    """No agent source reads a switch; the view counts the port traffic of the hosts under
+    each switch, and the simulator runs no agent on compute nodes: nothing to show, and
+    the view says what is missing rather than drawing four idle switches."""
     store, _ = sim
     view = switch_traffic(store)
-    per = {
-        r["component_id"]: int(r["b"])
-        for r in store.query(
-            "SELECT component_id, sum(read_bytes + write_bytes) AS b FROM server_samples "
-            "WHERE kind = 'switch' AND job_id IS NULL GROUP BY ALL"
-        ).to_pylist()
+    switches = (
+        store.query("SELECT component_id FROM components WHERE kind = 'switch' ORDER BY 1")
+        .column("component_id")
+        .to_pylist()
+    )
+    hosts = store.query(
+        "SELECT count(*) AS n FROM components WHERE parent IN (SELECT component_id "
+        "FROM components WHERE kind = 'switch')"
+    ).to_pylist()[0]["n"]
+    assert len(switches) == 4 and hosts == 1024
+    assert view.switches == [] and view.histogram == [] and view.total_bytes == 0
+    assert view.unmonitored == switches
+    assert "InfiniBand port counters" in view.missing
+    assert f"{hosts} hosts behind the {len(switches)} switches" in view.missing
+
+
+def _ports(rows: list[tuple[str, int, float, float, float]]) -> pa.Table:
+    """(port, seconds after T0, interval, tx rate, rx rate) -> ib_port metric rows."""
+    t0 = datetime(2025, 1, 1, 0, 0, 0)
+    out = []
+    for port, t, iv, tx, rx in rows:
+        for metric, value in (("tx_bytes", tx), ("rx_bytes", rx)):
+            out.append(
+                {"ts": t0 + timedelta(seconds=t), "interval_s": iv, "kind": "ib_port",
+                 "component_id": port, "job_id": None, "metric": metric, "value": value}
+            )  # fmt: skip
+    return pa.Table.from_pylist(out, schema=METRICS)
+
+
+def test_switch_histogram_and_imbalance_from_host_ports(tmp_path):
+    # Host -> leaf switch, and each port's tx/rx rates (bytes/s) over two minutes of 10 s
+    # samples. cn2 lost one round (a 20 s sample); srv1 hangs under no switch; cn5's switch
+    # has no reporting host.
+    parent = {"cn1": "swA", "cn2": "swA", "cn3": "swB", "cn4": "swC", "cn5": "swD"}
+    rates = {
+        "cn1:mlx5_0:1": (1.0e9, 0.5e9),
+        "cn1:mlx5_1:1": (0.1e9, 0.1e9),  # a second port counts too
+        "cn2:mlx5_0:1": (0.2e9, 0.2e9),
+        "cn3:mlx5_0:1": (0.1e9, 0.1e9),
+        "cn4:mlx5_0:1": (2.0e9, 2.0e9),
+        "srv1:mlx5_0:1": (9.0e9, 9.0e9),
     }
-    assert {s.component_id: s.bytes for s in view.switches} == per
-    assert sum(b.switches for b in view.histogram) == len(per) == 4
-    assert len(view.histogram) == 5 and view.histogram[-1].high == max(per.values())
-    assert view.max_over_mean == pytest.approx(max(per.values()) / (sum(per.values()) / 4))
-    assert all(s.r_bw is None for s in view.switches)  # no switch benchmark in the simulator
+    rows = []
+    for port, (tx, rx) in rates.items():
+        for t in range(10, 121, 10):
+            if port.startswith("cn2") and t == 30:
+                continue  # lost: the 40 s sample covers 20 s
+            iv = 20.0 if port.startswith("cn2") and t == 40 else 10.0
+            rows.append((port, t, iv, tx, rx))
+    comps = [{"component_id": s, "kind": "switch", "peak_bw": None} for s in ["swA", "swB", "swD"]]
+    comps.append({"component_id": "swC", "kind": "switch", "peak_bw": 8e9})
+    comps += [{"component_id": h, "kind": "compute", "parent": p} for h, p in parent.items()]
+    comps.append({"component_id": "srv1", "kind": "oss"})
+    with DuckDBStore(tmp_path / "sw.duckdb") as store:
+        assert "no switch topology" in switch_traffic(store).missing
+        store.append("metrics", _ports(rows))
+        store.append(
+            "components",
+            pa.Table.from_pylist(
+                [{"parent": None, "peak_bw": None, "peak_ops": None, **c} for c in comps],
+                schema=COMPONENTS,
+            ),
+        )
+        view = switch_traffic(store)
+        first_minute = switch_traffic(store, end=datetime(2025, 1, 1, 0, 1))
+    # Expected volumes, summed independently: bytes = rate x interval per sample.
+    expect: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for port, _t, iv, tx, rx in rows:
+        sw = parent.get(port.split(":")[0])
+        if sw:
+            expect[sw][0] += tx * iv
+            expect[sw][1] += rx * iv
+    got = {s.component_id: (s.tx_bytes, s.rx_bytes) for s in view.switches}
+    assert got == {sw: (round(tx), round(rx)) for sw, (tx, rx) in expect.items()}
+    assert [s.component_id for s in view.switches] == ["swC", "swA", "swB"]  # busiest first
+    assert view.unmonitored == ["swD"] and view.missing is None
+    a = next(s for s in view.switches if s.component_id == "swA")
+    assert (a.hosts, a.hosts_reporting) == (2, 2)
+    # The lost round does not dilute cn2's minute: swA peaks at its ports' summed rates.
+    assert a.peak_rate == pytest.approx(1.5e9 + 0.2e9 + 0.4e9)
+    c = next(s for s in view.switches if s.component_id == "swC")
+    assert c.r_bw == pytest.approx(4e9 / 8e9) and a.r_bw is None
+    volumes = [sum(v) for v in expect.values()]
+    top = max(volumes)
+    assert [b.switches for b in view.histogram] == [
+        sum(1 for v in volumes if min(int(v / (top / 5)), 4) == i) for i in range(5)
+    ]
+    assert view.histogram[-1].high == top and sum(b.switches for b in view.histogram) == 3
+    mean = sum(volumes) / 3
+    assert view.max_over_mean == pytest.approx(top / mean)
+    assert view.cv == pytest.approx(statistics.pstdev(volumes) / mean)
+    assert first_minute.total_bytes == pytest.approx(view.total_bytes / 2)
 
 
 def test_interconnect_rbw_and_twait(tmp_path):
@@ -257,20 +430,38 @@ def test_oss_request_statistics_match_weighted_means(sim):
     store, _ = sim
     view = oss_requests(store, bin_s=600)
     assert {s.component_id for s in view.servers} == {"oss01", "oss02", "oss03", "oss04"}
+    assert view.missing is None
     ref = store.query(
         "SELECT component_id, sum(queue_len * interval_s) / sum(interval_s) AS q, "
-        "max(wait_us) AS w, avg(active_threads) AS a FROM server_samples "
+        "max(wait_us) AS w, sum(active_threads * interval_s) / sum(interval_s) AS a, "
+        "count(DISTINCT interval_s) AS lengths FROM server_samples "
         "WHERE kind = 'oss' AND job_id IS NULL GROUP BY ALL"
     ).to_pylist()
+    # Rounds lost by the agents leave longer samples: the weighting is exercised.
+    assert max(r["lengths"] for r in ref) > 1
     for r in ref:
         s = next(x for x in view.servers if x.component_id == r["component_id"])
         assert s.queue_len_mean == pytest.approx(r["q"])
         assert s.wait_us_max == pytest.approx(r["w"])
-        assert s.active_threads_mean == pytest.approx(r["a"])  # 1 s samples: plain mean
+        assert s.active_threads_mean == pytest.approx(r["a"])
     means = [s.queue_len_mean for s in view.servers]
     assert means == sorted(means, reverse=True)
     assert len(view.bins) == 4 * len({b.start for b in view.bins})
-    assert oss_requests(store, kinds=("ost",)).servers[0].kind == "ost"
+    # The MDS's metadata service has the same statistics (mds/MDS/mdt/stats).
+    mds = oss_requests(store, kinds=("mds",))
+    assert [(s.component_id, s.kind) for s in mds.servers] == [("mds01", "mds")]
+
+
+def test_request_statistics_per_target_do_not_exist_and_the_view_says_so(sim):
+    """Lustre counts queues per service of a server, never per OST: asked for OSTs, the
+    view is empty and names what exists instead."""
+    store, _ = sim
+    view = oss_requests(store, kinds=("ost",))
+    assert view.servers == [] and view.bins == []
+    assert "ost" in view.missing and "not per target" in view.missing
+    before = store.query("SELECT min(ts) AS t FROM server_samples").to_pylist()[0]["t"]
+    none = oss_requests(store, end=before)
+    assert none.servers == [] and "ost/OSS/ost_io/stats" in none.missing
 
 
 # -- heatmap -------------------------------------------------------------------------------

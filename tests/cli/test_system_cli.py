@@ -8,6 +8,8 @@ from datetime import datetime
 
 import pytest
 
+from iolens.analyze.components import DETECTORS
+from iolens.analyze.jobs.interference import DETECTOR as INTERFERENCE
 from iolens.store import DuckDBStore
 from tests.conftest import run_cli
 
@@ -64,25 +66,51 @@ def test_empty_store_says_so(tmp_path):
     DuckDBStore(db).close()
     res = run_cli("load", "--db", str(db))
     assert res.returncode == 0 and "No load samples" in res.stdout
+    text = " ".join(res.stdout.split())
+    for source in ("run/iofwd/<svc>/stats", "route_bytes", "obdfilter/<ost>/stats", "md_stats"):
+        assert source in text, source  # each kind says what it was not given
 
 
 def test_analyze_since_runs_jobs_ended_since_and_the_components(sim_db, tmp_path):
+    """`anomalies` counts the component detectors' episodes (cli.md). The jobs' interference
+    analysis stores its `n1_interference` episodes in the same table; those it stored for
+    the jobs of this window must be N-1 culprits the simulator's truth lists."""
     db = tmp_path / "copy.duckdb"
     shutil.copy(sim_db.path, db)
     since = "2025-03-03T09:00:00"
     with DuckDBStore(db, create=False) as store:
-        ended = store.query(
-            'SELECT count(*) AS n FROM jobs WHERE "end" >= ?', [datetime.fromisoformat(since)]
-        ).to_pylist()[0]["n"]
+        ended = set(
+            store.query('SELECT job_id FROM jobs WHERE "end" >= ?', [datetime.fromisoformat(since)])
+            .column("job_id")
+            .to_pylist()
+        )
         store.execute("DELETE FROM anomalies")
-    assert 0 < ended < len(sim_db.truth["jobs"])
+    assert 0 < len(ended) < len(sim_db.truth["jobs"])
     res = run_cli("analyze", "--db", str(db), "--since", since, "--json")
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
-    assert doc["jobs"] == ended
-    assert isinstance(doc["anomalies"], int)
+    assert doc["jobs"] == len(ended)
     with DuckDBStore(db, create=False) as store:
-        stored = store.query("SELECT count(*) AS n FROM anomalies").to_pylist()[0]["n"]
-    assert stored == doc["anomalies"]
+        stored = store.query(
+            "SELECT kind, detector, component_id, evidence FROM anomalies"
+        ).to_pylist()
+    detectors = {d().name for d in DETECTORS}
+    by_detectors = [r for r in stored if r["detector"] in detectors]
+    assert len(by_detectors) == doc["anomalies"]
+    # The storm starts after `since` (truth): the component run must have found it.
+    (storm,) = [f for f in sim_db.truth["faults"] if f["kind"] == "metadata_storm"]
+    assert storm["start"] > since
+    assert "metadata_storm" in {r["kind"] for r in by_detectors}
+    truth_n1 = {
+        (f["component"], f["culprit"])
+        for f in sim_db.truth["faults"]
+        if f["kind"] == "n1_interference"
+    }
+    for r in stored:
+        if r["detector"] in detectors:
+            continue
+        assert (r["detector"], r["kind"]) == (INTERFERENCE, "n1_interference")
+        ev = json.loads(r["evidence"])
+        assert (r["component_id"], ev["culprit"]) in truth_n1, ev
     both = run_cli("analyze", "100001", "--db", str(db), "--since", since)
     assert both.returncode == 2 and "not both" in both.stderr

@@ -7,10 +7,16 @@ ones mean the static compute -> forwarder mapping wastes capacity. A peak, not a
 what matters here: an hour with a few saturated minutes is an hour a job waited.
 
 Rates come from component totals (`server_samples` rows with no job): bytes/s read plus
-written for forwarders and OSTs, metadata ops/s for the MDS (kind `mds`, or `mdt` as
-the Lustre agent reports per target). The capacity is `components.peak_bw` (`peak_ops`
-for the MDS); a component without one is measured against the highest rate any
-component of its kind reached in the window, which keeps cells comparable across the kind.
+written for forwarders (`iofwd`: `run/iofwd/<svc>/stats` `read_bytes`/`write_bytes`; a
+forwarder without them that is an LNet router: the bytes it routed, `route_bytes` of
+`lnet_router` in `metrics`, since LNet does not know reads from writes) and OSTs
+(`lustre_oss`: `obdfilter/<ost>/stats`), metadata ops/s for the MDS from its
+targets' `mdt/<mdt>/md_stats` (kind `mdt`, `lustre_mds`; kind `mds` is the MDS host's
+request queue and counts no operations). The capacity is `components.peak_bw`
+(`peak_ops` of the MDT for the MDS), from the site topology; a component without one is
+measured against the highest rate any component of its kind reached in the window, which
+keeps cells comparable across the kind. A kind with no rate in the window says which
+files it lacks (`KindLoad.missing`).
 """
 
 from __future__ import annotations
@@ -30,12 +36,28 @@ LEVEL_NAMES = tuple(name for name, _ in LEVELS)
 #: not saturation, while a minute at full bandwidth is.
 DEFAULT_RESOLUTION_S = 60
 
-#: View kind -> sample kinds it reads, the rate it plots, and the capacity column.
+#: View kind -> sample kinds it reads and the rate it plots (bytes/s or metadata ops/s).
+#: The MDS view reads its MDTs: the agent reports metadata operations per target.
 VIEW_KINDS: dict[str, tuple[tuple[str, ...], str]] = {
     "forwarder": (("forwarder",), "bytes"),
     "ost": (("ost",), "bytes"),
-    "mds": (("mds", "mdt"), "ops"),
+    "mds": (("mdt",), "ops"),
 }
+
+#: `KindLoad.missing` of a view with no rate: the files its rate is read from.
+MISSING = {
+    "forwarder": "no forwarder traffic in this window: neither a forwarding daemon's "
+    "read_bytes/write_bytes (run/iofwd/<svc>/stats, the iofwd source) nor an LNet router's "
+    "route_bytes (lnet stats, the lnet_router source)",
+    "ost": "no OST traffic in this window: no read_bytes/write_bytes from "
+    "obdfilter/<ost>/stats (the lustre_oss source)",
+    "mds": "no MDS load in this window: no metadata operations from mdt/<mdt>/md_stats "
+    "(the lustre_mds source)",
+}
+
+#: Basis of a component's rate: the columns summed (`server_samples`), or `route_bytes`.
+BASIS = {"bytes": "read_bytes + write_bytes", "ops": "md_ops"}
+ROUTED = "route_bytes"
 
 
 def level_of(load: float) -> str:
@@ -68,6 +90,7 @@ class ComponentLoad:
     peak_load: float
     peak_hour: datetime
     hours: dict[str, int]  # component-hours per level
+    basis: str  # what the rate is: `read_bytes + write_bytes`, `route_bytes` or `md_ops`
 
 
 @dataclass
@@ -81,6 +104,7 @@ class KindLoad:
     counts: dict[str, int]
     shares: dict[str, float]  # cells per level / all cells (sums to 1 when there are cells)
     cells: list[Cell] = field(default_factory=list)
+    missing: str | None = None  # why there are no cells, when there are none
 
 
 @dataclass
@@ -118,7 +142,7 @@ def hourly_peaks(
     end: datetime | None = None,
     resolution_s: int = DEFAULT_RESOLUTION_S,
 ) -> list[dict]:
-    """(component_id, hour, peak, capacity) rows: the SQL half of `hourly_load`."""
+    """(component_id, hour, peak, capacity, basis) rows: the SQL half of `hourly_load`."""
     if kind not in VIEW_KINDS:
         raise ValueError(f"unknown load kind {kind!r}; one of {', '.join(VIEW_KINDS)}")
     kinds, unit = VIEW_KINDS[kind]
@@ -140,21 +164,44 @@ def hourly_peaks(
         if resolution_s
         else "ts - INTERVAL '1 microsecond'"
     )
+    basis = BASIS[unit]
+    raw = f"""
+        SELECT component_id, ts, interval_s, {amount} AS amount, '{basis}' AS basis
+        FROM server_samples
+        WHERE job_id IS NULL AND kind IN ({marks}) AND interval_s > 0 AND {present}{where}
+    """
+    args = [*kinds, *params]
+    if kind == "forwarder":  # LNet routers: the bytes routed, where no daemon counts more
+        raw += f"""
+        UNION ALL
+        SELECT component_id, ts, interval_s, value * interval_s, '{ROUTED}'
+        FROM metrics
+        WHERE job_id IS NULL AND kind = 'forwarder' AND metric = '{ROUTED}'
+          AND interval_s > 0{where}
+        """
+        args += params
     sql = f"""
-        WITH s AS (
-            SELECT component_id, {slot} AS slot, sum({amount}) AS amount, sum(interval_s) AS secs
-            FROM server_samples
-            WHERE job_id IS NULL AND kind IN ({marks}) AND interval_s > 0 AND {present}{where}
-            GROUP BY ALL
+        WITH raw AS ({raw}),
+        own AS (
+            SELECT component_id,
+                   CASE WHEN bool_or(basis = '{basis}') THEN '{basis}' ELSE '{ROUTED}' END AS basis
+            FROM raw GROUP BY component_id
+        ),
+        s AS (
+            SELECT component_id, any_value(basis) AS basis, {slot} AS slot,
+                   sum(amount) AS amount, sum(interval_s) AS secs
+            FROM raw JOIN own USING (component_id, basis)
+            GROUP BY component_id, slot
         ),
         c AS (SELECT component_id, max({cap}) AS capacity FROM components GROUP BY component_id)
         SELECT s.component_id, date_trunc('hour', s.slot) AS hour,
-               max(s.amount / s.secs) AS peak, any_value(c.capacity) AS capacity
+               max(s.amount / s.secs) AS peak, any_value(c.capacity) AS capacity,
+               any_value(s.basis) AS basis
         FROM s LEFT JOIN c USING (component_id)
         GROUP BY s.component_id, hour
         ORDER BY s.component_id, hour
     """
-    return store.query(sql, [*kinds, *params]).to_pylist()
+    return store.query(sql, args).to_pylist()
 
 
 def hourly_load(
@@ -174,7 +221,9 @@ def hourly_load(
     cells: list[Cell] = []
     per: dict[str, list[Cell]] = {}
     caps: dict[str, tuple[float, str]] = {}
+    bases: dict[str, str] = {}
     for r in rows:
+        bases[r["component_id"]] = r["basis"]
         cap = r["capacity"]
         if cap is not None and cap > 0:
             caps[r["component_id"]] = (float(cap), "benchmark")
@@ -193,7 +242,9 @@ def hourly_load(
         for c in mine:
             hours[c.level] += 1
         capacity, source = caps[cid]
-        components.append(ComponentLoad(cid, capacity, source, top.peak, top.load, top.hour, hours))
+        components.append(
+            ComponentLoad(cid, capacity, source, top.peak, top.load, top.hour, hours, bases[cid])
+        )
     components.sort(key=lambda c: (-c.hours["high"], -c.peak_load, c.component_id))
     counts = {name: sum(c.level == name for c in cells) for name in LEVEL_NAMES}
     shares = {name: (n / len(cells) if cells else 0.0) for name, n in counts.items()}
@@ -205,6 +256,7 @@ def hourly_load(
         counts=counts,
         shares=shares,
         cells=cells,
+        missing=None if cells else MISSING[kind],
     )
 
 

@@ -5,7 +5,11 @@ The K computer's framework judged how well I/O suited the file system by three L
 long they waited) and `req_active` (service threads busy). A deep queue with long waits
 means the servers are the bottleneck; many active threads with short waits means they are
 being used well. The agent stores them as `queue_len`, `wait_us` and `active_threads` on
-kind `oss` component totals (the simulator also writes them per `ost`).
+the component totals of the servers whose services count them (`SERVICE_STATS`): kind
+`oss` from `ost/OSS/ost_io/stats` (`lustre_oss`), `mds` from `mds/MDS/mdt/stats`
+(`lustre_mds`), `forwarder` from a forwarding daemon's `run/iofwd/<svc>/stats` (`iofwd`).
+Lustre keeps no queue per OST or MDT: a view asked for one is empty and says so
+(`OssView.missing`), as is one whose servers reported no statistics.
 
 Means are weighted by each sample's interval, so a 60 s sample counts six times a 10 s one.
 """
@@ -17,6 +21,13 @@ from datetime import datetime
 
 from iolens.analyze.system._common import window_sql
 from iolens.store.base import Store
+
+#: Kinds whose agent source reports request statistics -> (file, source) they come from.
+SERVICE_STATS: dict[str, tuple[str, str]] = {
+    "oss": ("ost/OSS/ost_io/stats", "lustre_oss"),
+    "mds": ("mds/MDS/mdt/stats", "lustre_mds"),
+    "forwarder": ("run/iofwd/<svc>/stats", "iofwd"),
+}
 
 
 @dataclass
@@ -49,6 +60,23 @@ class OssView:
     kinds: list[str]
     servers: list[OssStats]  # deepest mean queue first
     bins: list[OssBin]  # per server and bin, in time order
+    missing: str | None = None  # why `servers` is empty, when it is
+
+
+def _why_empty(kinds: tuple[str, ...]) -> str:
+    """What an empty view lacks: a kind Lustre keeps no queue for, or the source's files."""
+    unknown = [k for k in kinds if k not in SERVICE_STATS]
+    if unknown:
+        return (
+            f"no request statistics for kind {', '.join(unknown)}: req_qdepth, req_waittime "
+            "and req_active are counted per service of a server (kinds "
+            f"{', '.join(SERVICE_STATS)}), not per target"
+        )
+    files = "; ".join(f"{k}: {SERVICE_STATS[k][0]} ({SERVICE_STATS[k][1]})" for k in kinds)
+    return (
+        f"no request statistics in this window ({files}): run the source as root on the "
+        "server (Lustre 2.12+ keeps service stats in debugfs)"
+    )
 
 
 def _wmean(col: str) -> str:
@@ -74,7 +102,7 @@ def oss_requests(
     params = [*kinds, *params]
     if components is not None:
         if not components:
-            return OssView(int(bin_s), list(kinds), [], [])
+            return OssView(int(bin_s), list(kinds), [], [], "no servers given")
         where += f" AND component_id IN ({', '.join('?' for _ in components)})"
         params += components
     base = (
@@ -112,7 +140,7 @@ def oss_requests(
             params,
         ).to_pylist()
     ]
-    return OssView(int(bin_s), list(kinds), servers, bins)
+    return OssView(int(bin_s), list(kinds), servers, bins, None if servers else _why_empty(kinds))
 
 
 def job_oss_requests(store: Store, job_id: str, bin_s: int = 60) -> OssView:
@@ -122,16 +150,32 @@ def job_oss_requests(store: Store, job_id: str, bin_s: int = 60) -> OssView:
 
     job = queries.job(store, job_id)
     osts = queries.osts_with_job_samples(store, job_id)
-    servers: list[str] = []
-    if osts:
-        marks = ", ".join("?" for _ in osts)
-        servers = (
-            store.query(
-                f"SELECT DISTINCT parent FROM components WHERE component_id IN ({marks}) "
-                "AND parent IS NOT NULL ORDER BY parent",
-                osts,
-            )
-            .column("parent")
-            .to_pylist()
+    if not osts:
+        return OssView(
+            int(bin_s),
+            ["oss"],
+            [],
+            [],
+            "the job has no OST jobstats rows (obdfilter/<ost>/job_stats): which servers "
+            "it used is unknown",
+        )
+    marks = ", ".join("?" for _ in osts)
+    servers = (
+        store.query(
+            f"SELECT DISTINCT parent FROM components WHERE component_id IN ({marks}) "
+            "AND parent IS NOT NULL ORDER BY parent",
+            osts,
+        )
+        .column("parent")
+        .to_pylist()
+    )
+    if not servers:
+        return OssView(
+            int(bin_s),
+            ["oss"],
+            [],
+            [],
+            "the topology names no OSS for the job's OSTs (components.parent: reported by "
+            "the OSS agent, or the site topology)",
         )
     return oss_requests(store, job.get("start"), job.get("end"), bin_s, ("oss",), servers)

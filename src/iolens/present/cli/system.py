@@ -70,6 +70,7 @@ def _print_load(summary: dict[str, Any], top: int) -> None:
     kinds = summary["kinds"]
     if not any(k["cells"] for k in kinds.values()):
         out.print("No load samples in this window.")
+        _print_missing(kinds)
         return
     shares = Table(
         title="Peak load by hour: share of component-hours per level",
@@ -87,6 +88,7 @@ def _print_load(summary: dict[str, Any], top: int) -> None:
         )
     out.print(shares)
     out.print("high > 90 %, mid 50-90 %, low 10-50 %, idle < 10 % of the component's peak")
+    _print_missing(kinds)
     for name, k in kinds.items():
         if not k["components"]:
             continue
@@ -97,9 +99,10 @@ def _print_load(summary: dict[str, Any], top: int) -> None:
             cap = _rate(c["capacity"], k["unit"]) + (
                 " (seen)" if c["capacity_source"] == "observed" else ""
             )
+            routed = " (routed)" if c["basis"] == "route_bytes" else ""
             t.add_row(
                 c["component_id"],
-                _rate(c["peak"], k["unit"]),
+                _rate(c["peak"], k["unit"]) + routed,
                 cap,
                 _pct(c["peak_load"]),
                 render.human_time(c["peak_hour"]),
@@ -149,6 +152,13 @@ def _print_load(summary: dict[str, Any], top: int) -> None:
                 _pct(b["peak_load"]),
             )
         out.print(t)
+
+
+def _print_missing(kinds: dict[str, Any]) -> None:
+    """Why a kind has no cells: the files its rate comes from were not collected."""
+    for name, k in kinds.items():
+        if k.get("missing"):
+            out.print(f"{name}: {k['missing']}.", highlight=False)
 
 
 def _untagged(p: dict[str, Any]) -> str:

@@ -229,10 +229,10 @@ def switches_page(store: Store) -> dict[str, Any]:
         svg.bars(
             [s["component_id"] for s in view["switches"]],
             [
-                ("read", svg.READ, [s["read_bytes"] / 2**30 for s in view["switches"]]),
-                ("write", svg.WRITE, [s["write_bytes"] / 2**30 for s in view["switches"]]),
+                ("from hosts", svg.WRITE, [s["tx_bytes"] / 2**30 for s in view["switches"]]),
+                ("to hosts", svg.READ, [s["rx_bytes"] / 2**30 for s in view["switches"]]),
             ],
-            ylabel="GiB through each switch",
+            ylabel="GiB between each switch and its hosts",
             label="switch traffic",
             fmt=lambda v: f"{v:,.1f} GiB",
         )
