@@ -1,21 +1,35 @@
-"""Diagnosis accuracy against the simulator's ground truth (issue 5, docs/accuracy.md).
+"""Diagnosis accuracy as curves, on seeds drawn fresh at each run (issue 17, docs/accuracy.md).
 
-For every (size, seed): simulate, ingest into a fresh DuckDB file, run every analysis
-(`analyze_all`), then score the stored `anomalies` per fault kind and the `interference`
-victim -> culprit pairs against the truth. Development seeds and held-out seeds are
-separate sets: tune on `--set dev`, report `--set holdout` once at the end.
+Sweeps the fail-slow faults the detectors must find (an OST and a forwarder serving each
+request `magnitude` times slower for `minutes`) at the calibrated noise and at twice it,
+on 1,024-node simulations whose every server sample goes through the real agent's
+arithmetic (the simulator's fast path, equal to the real files by test). Per detector
+and cell: precision, recall and time-to-detect (the CUSUM's alarm, evidence `detected`,
+minus the fault's start). Each simulation also carries a metadata storm, the planted
+read-ahead thrashing and the N-1 neighbours, scored as they come. Fault-free runs give
+the false episodes per 100 component-days. Victim -> culprit pairs and `n1_interference`
+episodes (Beacon's criterion on both sides) are scored on every run.
 
-    python bench/accuracy.py [--set dev|holdout|both] [--sizes 512,1024] [--hours 2]
-    python bench/accuracy.py --fault-free      # false alarms with no injected faults
+    python bench/accuracy.py                         # the full sweep (about 1.5 h here)
+    python bench/accuracy.py --magnitudes 2 --minutes 20 --runs 3
+    python bench/accuracy.py --fault-free-hours 48   # false alarms only
+    python bench/accuracy.py --seeds 11,12 ...       # re-run chosen seeds
+
+The seeds are printed first; `--plot FILE` draws the recall curves, `--json FILE` keeps
+every figure.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 import tempfile
 import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,98 +37,298 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import table
 from iolens.analyze.pipeline import analyze_all
-from iolens.ingest import load
 from iolens.simulate import SimConfig, simulate
-from iolens.simulate.score import FAULT_KINDS, Score, score_episodes, score_pairs
+from iolens.simulate.score import Score, score_episodes, score_pairs
 from iolens.store import DuckDBStore
 
-SEEDS = {"dev": [1, 2, 3, 4, 5, 6], "holdout": [101, 102, 103, 104, 105, 106]}
+SWEPT = ("slow_ost", "slow_forwarder")
+ALSO = ("metadata_storm", "cache_thrashing", "n1_interference")
+#: Kinds that are faults (a fault-free run must not raise them); the planted scenarios
+#: (thrashing, N-1 neighbours) are application behaviour and stay in fault-free runs.
+FAULT_KINDS = ("slow_ost", "slow_forwarder", "metadata_storm", "low_bandwidth")
 
 
-def run_one(nodes: int, hours: float, seed: int, faults: bool = True) -> dict[str, Any]:
-    sim = simulate(SimConfig(nodes=nodes, hours=hours, seed=seed, faults=faults))
+@dataclass
+class Cell:
+    """One (kind, magnitude, minutes, noise) cell: scores and detection delays."""
+
+    score: Score = field(default_factory=Score)
+    delays_s: list[float] = field(default_factory=list)
+
+
+def _t(s: str | datetime) -> datetime:
+    if isinstance(s, datetime):
+        return s
+    return datetime.fromisoformat(s.replace("Z", ""))
+
+
+def run_one(config: SimConfig) -> dict[str, Any]:
+    sim = simulate(config)
     truth = json.loads(json.dumps(sim.truth, default=float))
     with tempfile.TemporaryDirectory() as tmp, DuckDBStore(Path(tmp) / "a.duckdb") as store:
-        for _name, batch in sim.batches():
-            load(store, batch)
+        sim.load(store)
         t0 = time.perf_counter()
         analyze_all(store)
         took = time.perf_counter() - t0
         anomalies = store.query("SELECT * FROM anomalies").to_pylist()
         pairs = store.query("SELECT DISTINCT victim, culprit FROM interference").to_pylist()
-        critical = store.query(
-            "SELECT subject_id, code FROM findings WHERE severity = 'critical'"
-        ).to_pylist()
+        n_components = (
+            store.query(
+                "SELECT count(DISTINCT component_id) AS n FROM server_samples "
+                "WHERE job_id IS NULL AND kind IN ('ost', 'forwarder', 'mdt')"
+            )
+            .column("n")[0]
+            .as_py()
+        )
+    scores = score_episodes(truth["faults"], anomalies)
+    delays: dict[str, list[float]] = defaultdict(list)
+    for f in truth["faults"]:
+        found = [
+            a
+            for a in anomalies
+            if a["kind"] == f["kind"]
+            and a["component_id"] == f["component"]
+            and a["start"] <= _t(f["end"])
+            and (a["end"] is None or a["end"] >= _t(f["start"]))
+        ]
+        for a in found[:1]:
+            detected = json.loads(a["evidence"] or "{}").get("detected")
+            at = _t(detected) if detected else a["start"]
+            delays[f["kind"]].append((at - _t(f["start"])).total_seconds())
     return {
-        "truth": truth,
-        "episodes": score_episodes(truth["faults"], anomalies),
+        "scores": scores,
+        "delays": delays,
         "pairs": score_pairs(truth["interference"], pairs),
-        "critical": critical,
+        "anomalies": anomalies,
+        "components": n_components,
         "analysis_s": took,
     }
 
 
+def sweep(args: argparse.Namespace, seeds: list[int]) -> dict[tuple, Cell]:
+    cells: dict[tuple, Cell] = defaultdict(Cell)
+    pairs, also = Score(), {k: Score() for k in ALSO}
+    it = iter(seeds)
+    for noise in args.noise:
+        for minutes in args.minutes:
+            for mag in args.magnitudes:
+                for _ in range(args.runs):
+                    seed = next(it)
+                    hours = max(2.0, (minutes + 60) / 60)
+                    config = SimConfig(
+                        nodes=args.nodes,
+                        hours=hours,
+                        seed=seed,
+                        ost_slow_factor=mag,
+                        ost_slow_minutes=minutes,
+                        forwarder_slow_factor=mag,
+                        forwarder_slow_minutes=minutes,
+                        noise_scale=noise,
+                    )
+                    r = run_one(config)
+                    for kind in SWEPT:
+                        c = cells[(kind, mag, minutes, noise)]
+                        c.score.add(r["scores"][kind])
+                        c.delays_s += r["delays"].get(kind, [])
+                    for kind in ALSO:
+                        also[kind].add(r["scores"][kind])
+                    pairs.add(r["pairs"])
+                    s = {k: r["scores"][k] for k in SWEPT}
+                    print(
+                        f"seed {seed}: {mag}x {minutes} min noise x{noise}: "
+                        + ", ".join(
+                            f"{k} found {v.found}/{v.found + v.missed} false {v.false_pos}"
+                            for k, v in s.items()
+                        )
+                        + f" (analysis {r['analysis_s']:.1f} s)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+    cells[("pairs",)] = Cell(pairs)
+    for k, v in also.items():
+        cells[(k,)] = Cell(v)
+    return cells
+
+
+def fault_free(args: argparse.Namespace, seeds: list[int]) -> dict[str, Any]:
+    """False episodes per 100 component-days on runs without injected faults."""
+    false: dict[str, int] = defaultdict(int)
+    component_days = 0.0
+    for seed in seeds:
+        r = run_one(
+            SimConfig(nodes=args.nodes, hours=args.fault_free_hours, seed=seed, faults=False)
+        )
+        component_days += r["components"] * args.fault_free_hours / 24
+        for a in r["anomalies"]:
+            if a["kind"] in FAULT_KINDS:
+                false[a["kind"]] += 1
+        print(
+            f"fault-free seed {seed}: {args.fault_free_hours} h, "
+            f"{sum(1 for a in r['anomalies'] if a['kind'] in FAULT_KINDS)} false episodes",
+            file=sys.stderr,
+            flush=True,
+        )
+    return {
+        "component_days": component_days,
+        "false_episodes": dict(false),
+        "per_100_component_days": {k: 100 * false.get(k, 0) / component_days for k in FAULT_KINDS}
+        if component_days
+        else {},
+    }
+
+
+def _median(xs: list[float]) -> float | None:
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if xs else None
+
+
+def report(cells: dict[tuple, Cell], free: dict[str, Any] | None) -> str:
+    rows = []
+    for key, c in sorted((k, v) for k, v in cells.items() if len(k) == 4):
+        kind, mag, minutes, noise = key
+        s = c.score
+        d = _median(c.delays_s)
+        rows.append(
+            [
+                kind,
+                f"{mag:g}x",
+                f"{minutes:g}",
+                f"x{noise:g}",
+                f"{s.found}/{s.found + s.missed}",
+                f"{s.recall:.2f}",
+                f"{s.precision:.2f}",
+                "-" if d is None else f"{d / 60:.1f}",
+            ]
+        )
+    out = [
+        table(
+            [
+                "detector",
+                "slowdown",
+                "minutes",
+                "noise",
+                "found",
+                "recall",
+                "precision",
+                "detect (min)",
+            ],
+            rows,
+        )
+    ]
+    other = [
+        [
+            k[0],
+            f"{c.score.found}/{c.score.found + c.score.missed}",
+            f"{c.score.recall:.2f}",
+            f"{c.score.precision:.2f}",
+        ]
+        for k, c in sorted(cells.items())
+        if len(k) == 1
+    ]
+    out.append(table(["also scored", "found", "recall", "precision"], other))
+    if free:
+        out.append(
+            f"fault-free: {free['component_days']:.1f} component-days, false episodes "
+            + ", ".join(
+                f"{k} {free['false_episodes'].get(k, 0)} ({v:.2f} per 100 component-days)"
+                for k, v in free["per_100_component_days"].items()
+            )
+        )
+    return "\n\n".join(out)
+
+
+def plot(cells: dict[tuple, Cell], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = [k for k in cells if len(k) == 4]
+    minutes = sorted({k[2] for k in keys})
+    noises = sorted({k[3] for k in keys})
+    fig, axes = plt.subplots(1, len(SWEPT), figsize=(5 * len(SWEPT), 3.6), sharey=True)
+    for ax, kind in zip(axes, SWEPT, strict=True):
+        for m in minutes:
+            for n in noises:
+                pts = sorted(
+                    (k[1], cells[k].score.recall)
+                    for k in keys
+                    if k[0] == kind and k[2] == m and k[3] == n
+                )
+                if pts:
+                    ax.plot(
+                        *zip(*pts, strict=True),
+                        marker="o",
+                        linestyle="-" if n == noises[0] else "--",
+                        label=f"{m:g} min, noise x{n:g}",
+                    )
+        ax.set_xscale("log")
+        ax.set_xticks([1.5, 2, 3, 5, 10], ["1.5", "2", "3", "5", "10"])
+        ax.set_xlabel("slowdown (x)")
+        ax.set_title(kind)
+        ax.axhline(0.9, color="grey", linewidth=0.5)
+    axes[0].set_ylabel("recall")
+    axes[-1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", choices=["dev", "holdout", "both"], default="dev")
-    ap.add_argument("--sizes", default="512,1024", help="compute node counts, comma-separated")
-    ap.add_argument("--hours", type=float, default=2.0)
-    ap.add_argument("--fault-free", action="store_true", help="no injected faults")
-    ap.add_argument("--verbose", action="store_true", help="list misses and false alarms")
+    ap.add_argument("--nodes", type=int, default=1024)
+    ap.add_argument("--magnitudes", default="1.5,2,3,5,10")
+    ap.add_argument("--minutes", default="5,20,60")
+    ap.add_argument("--noise", default="1,2", help="multiples of the calibrated noise")
+    ap.add_argument("--runs", type=int, default=1, help="simulations per cell")
+    ap.add_argument("--fault-free-runs", type=int, default=2)
+    ap.add_argument("--fault-free-hours", type=float, default=24.0)
+    ap.add_argument("--no-sweep", action="store_true", help="fault-free runs only")
+    ap.add_argument("--seeds", help="comma-separated seeds instead of fresh ones")
+    ap.add_argument("--plot", type=Path)
+    ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    seeds = SEEDS["dev"] + SEEDS["holdout"] if args.set == "both" else SEEDS[args.set]
-    sizes = [int(s) for s in args.sizes.split(",")]
-    kinds: dict[str, Score] = {k: Score() for k in FAULT_KINDS}
-    pairs = Score()
-    critical = 0
-    runs = 0
-    for nodes in sizes:
-        for seed in seeds:
-            r = run_one(nodes, args.hours, seed, faults=not args.fault_free)
-            runs += 1
-            for kind, s in r["episodes"].items():
-                kinds.setdefault(kind, Score()).add(s)
-            pairs.add(r["pairs"])
-            critical += len(r["critical"])
-            print(
-                f"nodes={nodes} seed={seed}: analysis {r['analysis_s']:.1f} s, "
-                f"{sum(s.true_pos + s.false_pos for s in r['episodes'].values())} episodes, "
-                f"{r['pairs'].true_pos + r['pairs'].false_pos} pairs",
-                file=sys.stderr,
-            )
-            if args.verbose:
-                for kind, s in r["episodes"].items():
-                    for m in s.misses:
-                        print(f"  MISS {kind}: {m}", file=sys.stderr)
-                    for fa in s.false_alarms:
-                        print(f"  FALSE {kind}: {fa}", file=sys.stderr)
-                for m in r["pairs"].misses:
-                    print(f"  MISS pair {m}", file=sys.stderr)
-                for fa in r["pairs"].false_alarms:
-                    print(f"  FALSE pair {fa}", file=sys.stderr)
-    label = "fault-free" if args.fault_free else args.set
-    print(f"\n{runs} simulations ({label} seeds {seeds}, sizes {sizes}, {args.hours} h)\n")
-    rows = [
-        [
-            kind,
-            str(s.found + s.missed),
-            str(s.true_pos + s.false_pos),
-            f"{s.precision:.2f}",
-            f"{s.recall:.2f}",
-        ]
-        for kind, s in sorted(kinds.items())
-    ]
-    rows.append(
-        [
-            "victim -> culprit pairs",
-            str(pairs.found + pairs.missed),
-            str(pairs.true_pos + pairs.false_pos),
-            f"{pairs.precision:.2f}",
-            f"{pairs.recall:.2f}",
-        ]
+    args.magnitudes = [float(x) for x in args.magnitudes.split(",")]
+    args.minutes = [float(x) for x in args.minutes.split(",")]
+    args.noise = [float(x) for x in args.noise.split(",")]
+    n_sweep = (
+        0
+        if args.no_sweep
+        else (len(args.magnitudes) * len(args.minutes) * len(args.noise) * args.runs)
     )
-    print(table(["kind", "true", "detected", "precision", "recall"], rows))
-    print(f"\ncritical findings: {critical} ({critical / runs:.2f} per simulation)")
+    n = n_sweep + args.fault_free_runs
+    if args.seeds:
+        seeds = [int(s) for s in args.seeds.split(",")]
+        if len(seeds) < n:
+            ap.error(f"{n} seeds needed, {len(seeds)} given")
+    else:
+        seeds = [random.SystemRandom().randrange(1, 2**31) for _ in range(n)]
+    print(f"seeds: {','.join(map(str, seeds))}", flush=True)
+    cells = {} if args.no_sweep else sweep(args, seeds[:n_sweep])
+    free = fault_free(args, seeds[n_sweep:]) if args.fault_free_runs else None
+    print(report(cells, free))
+    if args.plot and cells:
+        plot(cells, args.plot)
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "seeds": seeds,
+                    "cells": [
+                        {
+                            "key": list(k),
+                            "found": c.score.found,
+                            "true": c.score.found + c.score.missed,
+                            "true_pos": c.score.true_pos,
+                            "false_pos": c.score.false_pos,
+                            "delays_s": c.delays_s,
+                        }
+                        for k, c in cells.items()
+                    ],
+                    "fault_free": free,
+                },
+                indent=1,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -66,6 +66,12 @@ class SlowThresholds:
     # burst of load all at once (a big job's processes starting together) as a fault, and
     # the faults worth an operator's time last longer (issue 17: >= 20 min)
     min_busy_minutes: int = 5
+    # ... and a slowdown of at least this much over the episode: servers busy at the same
+    # time differ by their share of the load, not only by health. The real LMT series
+    # (docs/simulator.md, "Noise") put the spread of one OST against its peers at 0.085
+    # (log) over a minute; a sustained gap under 4 of those (1.4x) is load imbalance as
+    # often as a failing disk, and not worth an operator's night
+    min_episode_slowdown: float = 1.4
     warning_factor: float = 1.5  # a shift of at least this much is `warning`, less `info`
     critical_factor: float = 4.0  # ... and of at least this much `critical`
 
@@ -199,6 +205,8 @@ def _episodes(
                 continue
             ratio = sh.log_ratio[r_i, sl][ab]
             slowdown = float(np.exp(np.median(ratio)))
+            if slowdown < th.min_episode_slowdown:
+                continue
             svc = lat.value[ci, sl][ab]
             modes = sh.mode[r_i, sl][ab]
             by_peers = bool((modes == PEERS).mean() >= 0.5)
