@@ -16,14 +16,23 @@ from iolens.present.web.charts import component_series, epoch, latest_sample
 from iolens.present.web.episode_views import episode_key, episodes
 from iolens.store.base import Store
 
+#: Tile groups of the system-now page and the sample kinds behind them. The metadata load
+#: is the MDT's (md_stats, kind `mdt`); kind `mds` is the MDS host's request queue.
+NOW_KINDS = {"forwarder": "forwarder", "ost": "ost", "mds": "mdt"}
+
 
 def system_now(store: Store, at: datetime | None = None, minutes: int = 5) -> dict[str, Any]:
-    """Every forwarder, OST and MDS: peak one-minute load of the last `minutes`, by level."""
+    """Every forwarder, OST and MDT: peak one-minute load of the last `minutes`, by level.
+
+    A level is against the component's benchmarked peak (`components.peak_bw`/`peak_ops`,
+    from the site topology); without one, against the busiest of its kind in the window,
+    and `no_peak` lists those components so the page can say so.
+    """
     from iolens.analyze.system import level_of
 
     t1 = at or latest_sample(store)
     if t1 is None:
-        return {"at": None, "kinds": {}, "running": [], "episodes": []}
+        return {"at": None, "kinds": {}, "no_peak": {}, "running": [], "episodes": []}
     t0 = t1 - timedelta(minutes=minutes)
     rows = store.query(
         """
@@ -33,7 +42,7 @@ def system_now(store: Store, at: datetime | None = None, minutes: int = 5) -> di
                    sum(coalesce(md_ops, 0)) / sum(interval_s) AS ops,
                    avg(service_us) AS service_us
             FROM server_samples
-            WHERE job_id IS NULL AND kind IN ('forwarder', 'ost', 'mds', 'mdt')
+            WHERE job_id IS NULL AND kind IN ('forwarder', 'ost', 'mdt')
               AND ts > ? AND ts <= ? AND interval_s > 0
             GROUP BY ALL)
         SELECT m.kind, m.component_id, max(bps) AS bps, max(ops) AS ops,
@@ -45,13 +54,17 @@ def system_now(store: Store, at: datetime | None = None, minutes: int = 5) -> di
         [t0, t1],
     ).to_pylist()
     kinds: dict[str, list[dict[str, Any]]] = {}
-    for kind in ("forwarder", "ost", "mds"):
-        mine = [r for r in rows if (r["kind"] == "mdt" and kind == "mds") or r["kind"] == kind]
+    no_peak: dict[str, list[str]] = {}
+    for kind, sampled in NOW_KINDS.items():
+        mine = [r for r in rows if r["kind"] == sampled]
         meta = kind == "mds"
         observed = max((float(r["ops" if meta else "bps"] or 0) for r in mine), default=0.0)
         for r in mine:
             rate = float(r["ops" if meta else "bps"] or 0.0)
-            cap = r["peak_ops" if meta else "peak_bw"] or observed or 1.0
+            peak = r["peak_ops" if meta else "peak_bw"]
+            if not peak:
+                no_peak.setdefault(kind, []).append(r["component_id"])
+            cap = peak or observed or 1.0
             load = rate / cap
             kinds.setdefault(kind, []).append(
                 {
@@ -76,7 +89,14 @@ def system_now(store: Store, at: datetime | None = None, minutes: int = 5) -> di
     ).to_pylist()
     for e in episodes:
         e["key"] = episode_key(e["kind"], e["component_id"], e["start"])
-    return {"at": t1, "minutes": minutes, "kinds": kinds, "running": running, "episodes": episodes}
+    return {
+        "at": t1,
+        "minutes": minutes,
+        "kinds": kinds,
+        "no_peak": no_peak,
+        "running": running,
+        "episodes": episodes,
+    }
 
 
 def busiest_minute(store: Store) -> datetime | None:
@@ -221,10 +241,33 @@ def mds_page(store: Store, bin_s: int = 300) -> dict[str, Any]:
     return {"view": view, "chart": chart, "levels_svg": levels_svg}
 
 
+#: Why the switch view is empty when it is: Beacon (4.4) read every switch's traffic from
+#: the fabric; an iolens agent reads the ports of the host it runs on (kind `ib_port`).
+NO_SWITCH_SOURCE = (
+    "no switch traffic is stored: no iolens source reads a switch's counters (an agent "
+    "reads the InfiniBand ports of the host it runs on, kind ib_port), so how evenly the "
+    "interconnect is used cannot be shown"
+)
+NO_SWITCH_REMEDY = (
+    "a fabric source storing bytes per switch as kind `switch`, e.g. from the subnet "
+    "manager's per-switch port counters (iolens has none yet)"
+)
+
+
 def switches_page(store: Store) -> dict[str, Any]:
+    """Beacon 4.4's switch traffic, or, without any switch samples, why not (`missing`)."""
     from iolens.analyze.system import switch_traffic, to_plain
 
     view = to_plain(switch_traffic(store))
+    view["missing"] = view["remedy"] = None
+    if not view["switches"]:
+        known = store.query(
+            "SELECT count(*) AS n FROM components WHERE kind = 'switch'"
+        ).to_pylist()[0]["n"]
+        view["missing"] = NO_SWITCH_SOURCE + (
+            f"; the site topology lists {known} switch{'es' if known != 1 else ''}" if known else ""
+        )
+        view["remedy"] = NO_SWITCH_REMEDY
     per = (
         svg.bars(
             [s["component_id"] for s in view["switches"]],
@@ -366,26 +409,104 @@ def admin_component(
     chart = component_series(store, component_id, since, until, bands=bands)
     if chart is None and not kinds:
         return None
-    cond, params = "s.component_id = ? AND s.job_id IS NOT NULL", [component_id]
-    if since:
-        cond += " AND s.ts > ?"
-        params.append(since)
-    if until:
-        cond += " AND s.ts <= ?"
-        params.append(until)
-    jobs = store.query(
-        f"""
-        SELECT s.job_id, any_value(j."user") AS "user", any_value(j.app) AS app,
-               sum(coalesce(s.read_bytes, 0) + coalesce(s.write_bytes, 0))::DOUBLE AS bytes,
-               sum(coalesce(s.md_ops, 0))::DOUBLE AS md_ops, min(s.ts) AS first, max(s.ts) AS last
-        FROM server_samples s LEFT JOIN jobs j USING (job_id) WHERE {cond}
-        GROUP BY s.job_id ORDER BY bytes DESC, md_ops DESC LIMIT 25
-        """,
-        params,
-    ).to_pylist()
+    kind = kinds[0]["kind"] if kinds else None
+    jobs, jobs_note = _busiest_here(store, component_id, kind, since, until)
     return {
         "component": kinds[0] if kinds else {},
         "chart": chart,
         "episodes": eps,
         "jobs": jobs,
+        "jobs_note": jobs_note,
     }
+
+
+def _busiest_here(
+    store: Store,
+    component_id: str,
+    kind: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    limit: int = 25,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Who moved the most through a component, and a note when that cannot be known.
+
+    OSTs and MDTs count per job_stats id, which is a scheduler job or, for I/O outside any
+    job, a process (`find.1003`: `iolens.model.ids`), listed as such. A forwarder counts
+    per client node: its clients' requests go to the jobs on those nodes at the time.
+    """
+    from iolens.analyze.components.forwarding import CLIENT_KIND
+    from iolens.analyze.jobids import job_scheme
+
+    window, params = "", []
+    if since:
+        window += " AND s.ts > ?"
+        params.append(since)
+    if until:
+        window += " AND s.ts <= ?"
+        params.append(until)
+    sums = (
+        "sum(coalesce(s.read_bytes, 0) + coalesce(s.write_bytes, 0))::DOUBLE AS bytes, "
+        "sum(coalesce(s.md_ops, 0))::DOUBLE AS md_ops, min(s.ts) AS first, max(s.ts) AS last"
+    )
+    if kind == "forwarder":
+        served = store.query(
+            f"SELECT count(*) AS n FROM server_samples s WHERE s.kind = '{CLIENT_KIND}' "
+            f"AND starts_with(s.component_id, ?){window}",
+            [f"{component_id}:", *params],
+        ).to_pylist()[0]["n"]
+        if not served:
+            return [], (
+                f"{component_id} exports no per-client counters (an LNet router has none; a "
+                "forwarding daemon's clients/<node>/stats give them), so which jobs it "
+                "served is not known"
+            )
+        rows = store.query(
+            f"""
+            WITH j AS (SELECT job_id, "user", app, unnest(nodes) AS node, "start", "end"
+                       FROM jobs)
+            SELECT j.job_id, any_value(j."user") AS "user", any_value(j.app) AS app, {sums}
+            FROM server_samples s JOIN j ON s.component_id = ? || ':' || j.node
+            WHERE s.kind = '{CLIENT_KIND}' AND s.interval_s > 0 AND s.ts > j."start"
+                  AND (j."end" IS NULL OR s.ts - to_microseconds(
+                      CAST(s.interval_s * 1e6 AS BIGINT)) < j."end"){window}
+            GROUP BY j.job_id ORDER BY bytes DESC, md_ops DESC, j.job_id LIMIT {int(limit)}
+            """,
+            [component_id, *params],
+        ).to_pylist()
+        return [{**r, "label": None} for r in rows], None
+    rows = store.query(
+        f"""
+        SELECT s.job_id AS raw, {sums} FROM server_samples s
+        WHERE s.component_id = ? AND s.job_id IS NOT NULL{window}
+        GROUP BY s.job_id
+        """,
+        [component_id, *params],
+    ).to_pylist()
+    scheme = job_scheme(store)
+    merged: dict[tuple[bool, str], dict[str, Any]] = {}
+    for r in rows:
+        tag = scheme.classify(r.pop("raw"))
+        key = (tag.is_job, tag.job_id if tag.is_job and tag.job_id else tag.raw)
+        got = merged.get(key)
+        if got is None:
+            merged[key] = {**r, "job_id": key[1], "label": None if tag.is_job else tag.label()}
+            continue
+        got["bytes"] += r["bytes"]
+        got["md_ops"] += r["md_ops"]
+        got["first"], got["last"] = min(got["first"], r["first"]), max(got["last"], r["last"])
+    top = sorted(merged.values(), key=lambda r: (-r["bytes"], -r["md_ops"], r["job_id"]))
+    top = top[:limit]
+    ids = [r["job_id"] for r in top if r["label"] is None]
+    who = {}
+    if ids:
+        marks = ", ".join("?" for _ in ids)
+        who = {
+            w["job_id"]: w
+            for w in store.query(
+                f'SELECT job_id, "user", app FROM jobs WHERE job_id IN ({marks})', ids
+            ).to_pylist()
+        }
+    for r in top:
+        w = who.get(r["job_id"], {})
+        r["user"], r["app"] = w.get("user"), w.get("app")
+    return top, None
