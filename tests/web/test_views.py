@@ -85,6 +85,19 @@ def test_a_jobs_share_of_a_forwarder_is_its_nodes_traffic(store):
     assert np.nansum(share) > 0 and np.all(share[seen] <= total[seen] + 1e-6)
 
 
+def test_a_forwarder_episode_lists_the_jobs_behind_it(store):
+    """An N-1 episode at a forwarder names its culprit; the episode page's jobs (from the
+    per-client counters) include it."""
+    from iolens.present.web import episode_views
+
+    n1 = [e for e in episode_views.episodes(store, "n1_interference") if e["evidence"]]
+    assert n1
+    for e in n1:
+        d = episode_views.episode_detail(store, e["key"])
+        assert d["jobs_note"] is None
+        assert str(e["evidence"]["culprit"]) in [j["job_id"] for j in d["jobs"]]
+
+
 def test_processes_outside_jobs_are_named_not_linked(store):
     """job_stats ids like `find.1003` are processes (Lustre's %e.%u), not jobs."""
     d = system_views.admin_component(store, "lustre-MDT0000", None, None)
