@@ -298,10 +298,14 @@ def compare(store: Store, job_ids: Sequence[str], tick_ns: float | None = None) 
         if len(sources) > 1:
             skipped[m.name] = "measured from different sources: " + ", ".join(sorted(sources))
     for m in METRICS:
-        missing = [j for j in ids if figs[j][m.name].value is None]
-        if missing and m.name not in skipped:
-            skipped[m.name] = "no value for " + "; ".join(
-                f"{j} ({figs[j][m.name].why})" if figs[j][m.name].why else j for j in missing
+        why: dict[str | None, list[str]] = {}  # the reason -> the runs it applies to
+        for j in ids:
+            if figs[j][m.name].value is None:
+                why.setdefault(figs[j][m.name].why, []).append(j)
+        if why and m.name not in skipped:
+            skipped[m.name] = "; ".join(
+                f"no value for {', '.join(runs)}" + (f": {reason}" if reason else "")
+                for reason, runs in why.items()
             )
     for j in ids:
         values[j] = {m.name: None if m.name in skipped else figs[j][m.name].value for m in METRICS}
