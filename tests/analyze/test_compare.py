@@ -3,6 +3,9 @@ paper's Tables 6.1 and 6.2), and ranking real runs of one application from a sto
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -168,12 +171,50 @@ def test_the_deliberately_worse_run_ranks_last(three_runs_db):
     assert all(worse["metrics"]["req_waittime"] > h["metrics"]["req_waittime"] for h in healthy)
     by_name = {m["name"]: m for m in data["metrics"]}
     assert all(by_name[m]["ranked"] for m in METRICS)
-    assert (by_name["req_qdepth"]["source"], by_name["r_bw"]["source"]) == ("oss", "forwarder")
+    # the OSS figures are the ost_io service's; the links are the InfiniBand ports the
+    # forwarders' and OSSes' agents report (the `infiniband` source), waits in ticks
+    assert by_name["req_qdepth"]["source"] == "oss"
+    assert by_name["r_bw"]["source"] == by_name["t_wait"]["source"] == "ib_port"
+    assert by_name["t_wait"]["unit"] == "ticks"
     assert by_name["ost_mean"]["source"] == "ost_jobstats"
+    # at a fifth of the OSTs' bandwidth the slow run's links carry less at their peak
+    assert worse["ranks"]["r_bw"] == 3.0
     assert by_name["req_active"]["better"] == "higher" and by_name["t_wait"]["better"] == "lower"
     for r in data["runs"]:
         assert sorted(r["ranks"]) == sorted(METRICS)
         assert r["score"] == pytest.approx(sum(r["ranks"].values()) / 6)
+
+
+def _copy(db: Path, dst: Path) -> Path:
+    shutil.copyfile(db, dst)
+    if Path(f"{db}.wal").exists():
+        shutil.copyfile(f"{db}.wal", f"{dst}.wal")
+    return dst
+
+
+def test_without_port_counters_the_links_are_the_forwarders(three_runs_db, tmp_path):
+    """A site whose agents report no HCAs: the links are the job's forwarders, their
+    client-facing bytes against the topology's peak and the daemon's request wait; each
+    piece that is missing skips its metric and says which."""
+    path = _copy(three_runs_db, tmp_path / "noib.duckdb")
+    with DuckDBStore(path, create=False) as store:
+        store.execute("DELETE FROM metrics WHERE kind = 'ib_port'")
+        data = cmp.compare(store, list(RUNS))
+        by_name = {m["name"]: m for m in data["metrics"]}
+        assert by_name["r_bw"]["source"] == by_name["t_wait"]["source"] == "forwarder"
+        assert by_name["r_bw"]["ranked"] and by_name["t_wait"]["unit"] == "us"
+        assert data["worst"] == "200003" and data["runs"][-1]["ranks"]["r_bw"] == 3.0
+        # no peak bandwidth for the forwarders (no site topology): R_BW cannot be had
+        store.execute("UPDATE components SET peak_bw = NULL WHERE kind = 'forwarder'")
+        # an LNet router's export: no request wait
+        store.execute("UPDATE server_samples SET wait_us = NULL WHERE kind = 'forwarder'")
+        data = cmp.compare(store, list(RUNS))
+    by_name = {m["name"]: m for m in data["metrics"]}
+    assert not by_name["r_bw"]["ranked"] and not by_name["t_wait"]["ranked"]
+    assert "peak bandwidth of its forwarders" in by_name["r_bw"]["skipped"]
+    assert "export no request wait" in by_name["t_wait"]["skipped"]
+    assert all(r in by_name["t_wait"]["skipped"] for r in RUNS)
+    assert data["worst"] == "200003"  # the other four metrics still rank it last
 
 
 def test_compare_errors(three_runs_db):
@@ -209,7 +250,7 @@ def test_links_from_infiniband_ports(tmp_path):
     import pyarrow as pa
 
     from iolens.ingest import Batch
-    from iolens.model.schema import JOBS, METRICS, SERVER_SAMPLES
+    from iolens.model.schema import COMPONENTS, JOBS, METRICS, SERVER_SAMPLES
 
     t0 = datetime(2025, 1, 1, 8)
     jobs = pa.Table.from_pylist(
@@ -244,12 +285,12 @@ def test_links_from_infiniband_ports(tmp_path):
                     "write_bytes": int(rate / 4),
                 }
             )
-            samples.append(
+            samples.append(  # ost/OSS/ost_io/stats of the OST's server, as lustre_oss reads it
                 {
                     "ts": ts,
                     "interval_s": 1.0,
-                    "kind": "ost",
-                    "component_id": "OST0000",
+                    "kind": "oss",
+                    "component_id": "oss01",
                     "job_id": None,
                     "queue_len": qlen,
                     "wait_us": 10 * qlen,
@@ -283,14 +324,22 @@ def test_links_from_infiniband_ports(tmp_path):
                 metrics=pa.Table.from_pylist(metrics, schema=METRICS),
             ),
         )
+        # which server the OST is on is what the OSS's agent reports; until then the OSS
+        # statistics cannot be tied to the jobs (Lustre keeps no request queue per OST)
+        unplaced = cmp.compare(store, ["2", "1"])
+        served = [{"component_id": "OST0000", "kind": "ost", "parent": "oss01"}]
+        load(store, Batch("agent", components=pa.Table.from_pylist(served, schema=COMPONENTS)))
         data = cmp.compare(store, ["2", "1"])
+    why = {m["name"]: m["skipped"] for m in unplaced["metrics"]}
+    assert all("no ost_io service statistics" in why[m] for m in ("req_qdepth", "req_waittime"))
+    assert unplaced["runs"][0]["metrics"]["req_qdepth"] is None
     by_name = {m["name"]: m for m in data["metrics"]}
     assert by_name["r_bw"]["source"] == by_name["t_wait"]["source"] == "ib_port"
     assert by_name["t_wait"]["unit"] == "ticks"
-    # no OSS-level samples: the OST's own request statistics stand in
-    assert by_name["req_qdepth"]["source"] == "ost"
+    assert by_name["req_qdepth"]["source"] == "oss" and by_name["req_qdepth"]["ranked"]
     first, second = data["runs"]
     assert (first["job_id"], second["job_id"]) == ("1", "2")
+    assert first["metrics"]["req_qdepth"] == pytest.approx(2.0)
     assert first["metrics"]["r_bw"] == pytest.approx(4e9 / 12.5e9)
     assert first["metrics"]["t_wait"] == pytest.approx(100.0)
     # req_active ties (4 threads each): both share rank 1.5

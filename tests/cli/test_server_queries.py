@@ -71,11 +71,28 @@ def test_series_is_identical(served):
     assert remote == direct
     rows = json.loads(remote)
     assert len(rows) == 500 and {r["kind"] for r in rows} == {"ost"}
+    # one value per sample: an agent writes a standard reading to `server_samples` (the
+    # bytes in the interval) and to `metrics` (its rate); the series shows it once
+    keys = [(r["time"], r["component"], r["metric"]) for r in rows]
+    assert len(set(keys)) == len(keys)
     start = rows[100]["time"]
     remote, direct = _both(served, "series", "--json", "--since", start, "--limit", "50")
     assert remote == direct and json.loads(remote)[0]["time"] >= start
     remote, direct = _both(served, "series", "--metric", "read_bytes", "--limit", "40")
     assert remote == direct
+    # ... and it is the stored bytes of the interval, not the per-second rate
+    remote, _ = _both(served, "series", "--json", "--metric", "read_bytes", "--limit", "40")
+    with DuckDBStore(served[1], create=False) as store:
+        stored = {
+            (r["ts"].isoformat() + "Z", r["component_id"]): float(r["read_bytes"])
+            for r in store.query(
+                "SELECT ts, component_id, read_bytes FROM server_samples "
+                "WHERE job_id IS NULL AND read_bytes IS NOT NULL"
+            ).to_pylist()
+        }
+    got = json.loads(remote)
+    assert any(r["value"] > 0 for r in got)
+    assert all(r["value"] == stored[(r["time"], r["component"])] for r in got)
 
 
 def test_server_and_token_from_the_environment(served):

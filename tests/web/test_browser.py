@@ -106,6 +106,7 @@ def test_user_logs_in_and_follows_a_job_to_its_finding_and_slow_ost(server, web_
     assert shown and shown == [f["path"] for f in api["access_pattern_files"][:10]]
     # zoom: drag across the first chart, its x range narrows
     over = page.locator("div.chart .u-over").first
+    over.scroll_into_view_if_needed()  # findings above can push it below the fold
     box = over.bounding_box()
     before = page.evaluate(X_RANGE)
     page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] / 2)
@@ -167,7 +168,7 @@ def test_admin_opens_every_page_and_the_plots_render(server, web_db, page_of):
     page.goto(f"{server}/admin?token={web_db.tokens['root']}")
     assert page.url == f"{server}/admin"  # the token left the address bar
     busiest = page.locator("a:has-text('busiest minute')").get_attribute("href")
-    assert page.locator("a.tile").count() >= 15  # every forwarder, OST and MDS
+    assert page.locator("a.tile").count() >= 15  # every forwarder, OST and MDT
     for name, (path, canvases, svgs) in ADMIN_PAGES.items():
         url = path.format(key=web_db.episode_key, ost=web_db.slow_ost, other_job=web_db.b_jobs[0])
         if "busiest" in url:

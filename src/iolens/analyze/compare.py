@@ -20,13 +20,18 @@ ost_mean        the job's bytes per OST over the seconds the  higher      OST_me
                 OST moved them, mean over its OSTs
 ==============  ===========================================  ==========  =================
 
-Links are the InfiniBand ports (`metrics` kind `ib_port`) of the job's nodes, their
-forwarders and the OSS hosts when the agents report them (wait in `port_xmit_wait`
-ticks); without port counters they are the job's I/O forwarding nodes, the K computer's
-"I/O nodes" (server samples of kind `forwarder`: bytes against `components.peak_bw`, wait
-in `wait_us`). OSS statistics fall back to the job's OSTs when no OSS-level samples exist.
-A metric is scored only when every run has it from the same source, so the ranks always
-compare like with like; the others are listed as skipped with the reason.
+Every figure comes from what a real agent collects. The OSS statistics are the `ost_io`
+service's (`ost/OSS/ost_io/stats`, kind `oss`) on the servers of the job's OSTs (their
+`components` parent, which the agents report); Lustre keeps no request queue per OST, so
+there is nothing to fall back on without them. Links are the InfiniBand ports (`metrics`
+kind `ib_port`) of the job's nodes, their forwarders and the OSS hosts when the agents
+report them (wait in `port_xmit_wait` ticks); without port counters they are the job's
+I/O forwarding nodes, the K computer's "I/O nodes" (server samples of kind `forwarder`:
+client-facing bytes against the forwarder's `components.peak_bw` from the site topology,
+wait in `wait_us`, which a forwarding daemon's `req_waittime` gives and an LNet router
+does not). A figure that cannot be had says why, and the metric is skipped with that
+reason; a metric is scored only when every run has it from the same source, so the ranks
+always compare like with like.
 
 `rank_values` and `mean_rank` are the pure arithmetic (tested against the paper's tables);
 `compare` gathers the figures from the store.
@@ -133,32 +138,28 @@ def scores_of(ranks: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
 @dataclass
 class Figure:
     value: float | None
-    source: str | None  # where it came from: oss, ost, ib_port, forwarder, ost_jobstats
+    source: str | None  # where it came from: oss, ib_port, forwarder, ost_jobstats
     unit: str | None
+    why: str | None = None  # when value is None: what is missing
 
 
 def _oss_figures(store: Store, job_id: str) -> dict[str, Figure]:
     from iolens.analyze.system import oss
-    from iolens.store import queries
 
     view = oss.job_oss_requests(store, job_id)
-    source = "oss"
-    if not view.servers:
-        job = queries.job(store, job_id)
-        osts = queries.osts_with_job_samples(store, job_id)
-        view = oss.oss_requests(store, job.get("start"), job.get("end"), 3600, ("ost",), osts)
-        source = "ost"
 
-    def wmean(attr: str) -> float | None:
+    def figure(attr: str, unit: str) -> Figure:
         got = [(getattr(s, attr), s.seconds) for s in view.servers if getattr(s, attr) is not None]
         total = sum(w for _, w in got)
-        return sum(v * w for v, w in got) / total if total else None
+        if total:
+            return Figure(sum(v * w for v, w in got) / total, "oss", unit)
+        why = "no ost_io service statistics (kind oss) from the servers of its OSTs"
+        return Figure(None, None, None, why)
 
-    src = source if view.servers else None
     return {
-        "req_qdepth": Figure(wmean("queue_len_mean"), src, "requests"),
-        "req_waittime": Figure(wmean("wait_us_mean"), src, "us"),
-        "req_active": Figure(wmean("active_threads_mean"), src, "threads"),
+        "req_qdepth": figure("queue_len_mean", "requests"),
+        "req_waittime": figure("wait_us_mean", "us"),
+        "req_active": figure("active_threads_mean", "threads"),
     }
 
 
@@ -177,7 +178,9 @@ def _ost_mean(store: Store, job_id: str) -> Figure:
         [job_id],
     ).to_pylist()
     bw = row[0]["bw"] if row else None
-    return Figure(bw, "ost_jobstats" if bw is not None else None, "bytes/s")
+    if bw is None:
+        return Figure(None, None, None, "no OST job_stats traffic of the job")
+    return Figure(bw, "ost_jobstats", "bytes/s")
 
 
 def _link_figures(store: Store, job_id: str, tick_ns: float | None) -> dict[str, Figure]:
@@ -194,13 +197,20 @@ def _link_figures(store: Store, job_id: str, tick_ns: float | None) -> dict[str,
             waits = [p.xmit_wait_max for p in ports if p.xmit_wait_max is not None]
             wait_unit = "ticks"
         return {
-            "r_bw": Figure(_mean(utils), "ib_port", "ratio"),
-            "t_wait": Figure(_mean(waits), "ib_port", wait_unit),
+            "r_bw": _or_why(_mean(utils), "ib_port", "ratio", "no port rate_gbps"),
+            "t_wait": _or_why(_mean(waits), "ib_port", wait_unit, "no port_xmit_wait"),
         }
     job = queries.job(store, job_id)
     fwds = queries.forwarders_of(store, list(job.get("nodes") or []))
-    if not fwds or job.get("start") is None or job.get("end") is None:
-        return {"r_bw": Figure(None, None, None), "t_wait": Figure(None, None, None)}
+    if not fwds:
+        why = (
+            "no InfiniBand port counters of its hosts, and its nodes map to no forwarder "
+            "(iolens site topology)"
+        )
+        return {"r_bw": Figure(None, None, None, why), "t_wait": Figure(None, None, None, why)}
+    if job.get("start") is None or job.get("end") is None:
+        why = "the job has no start and end"
+        return {"r_bw": Figure(None, None, None, why), "t_wait": Figure(None, None, None, why)}
     marks = ", ".join("?" for _ in fwds)
     rows = store.query(
         f"""
@@ -215,12 +225,30 @@ def _link_figures(store: Store, job_id: str, tick_ns: float | None) -> dict[str,
         """,
         [*fwds, job["start"], job["end"]],
     ).to_pylist()
+    if not rows:
+        why = f"no samples of its forwarders ({', '.join(fwds)}) during its run"
+        return {"r_bw": Figure(None, None, None, why), "t_wait": Figure(None, None, None, why)}
     utils = [float(r["peak"]) / r["cap"] for r in rows if r["cap"] and r["peak"] is not None]
     waits = [r["wait"] for r in rows if r["wait"] is not None]
     return {
-        "r_bw": Figure(_mean(utils), "forwarder", "ratio"),
-        "t_wait": Figure(_mean(waits), "forwarder", "us"),
+        "r_bw": _or_why(
+            _mean(utils),
+            "forwarder",
+            "ratio",
+            "no peak bandwidth of its forwarders (peak_bw in the site topology)",
+        ),
+        "t_wait": _or_why(
+            _mean(waits),
+            "forwarder",
+            "us",
+            "its forwarders export no request wait (an LNet router has none; a forwarding "
+            "daemon's req_waittime gives it)",
+        ),
     }
+
+
+def _or_why(value: float | None, source: str, unit: str, why: str) -> Figure:
+    return Figure(value, source, unit) if value is not None else Figure(None, None, None, why)
 
 
 def _mean(xs: Sequence[float]) -> float | None:
@@ -269,6 +297,16 @@ def compare(store: Store, job_ids: Sequence[str], tick_ns: float | None = None) 
         sources = {figs[j][m.name].source for j in ids if figs[j][m.name].value is not None}
         if len(sources) > 1:
             skipped[m.name] = "measured from different sources: " + ", ".join(sorted(sources))
+    for m in METRICS:
+        why: dict[str | None, list[str]] = {}  # the reason -> the runs it applies to
+        for j in ids:
+            if figs[j][m.name].value is None:
+                why.setdefault(figs[j][m.name].why, []).append(j)
+        if why and m.name not in skipped:
+            skipped[m.name] = "; ".join(
+                f"no value for {', '.join(runs)}" + (f": {reason}" if reason else "")
+                for reason, runs in why.items()
+            )
     for j in ids:
         values[j] = {m.name: None if m.name in skipped else figs[j][m.name].value for m in METRICS}
     table = mean_rank(values, {m.name: m.direction for m in METRICS if m.name not in skipped})

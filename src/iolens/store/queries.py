@@ -204,12 +204,12 @@ def series(
     since: datetime | None = None,
     limit: int = 10_000,
 ) -> list[dict[str, Any]]:
-    """Server-side samples in long form: the wide standard metrics and every agent metric."""
-    unpivot = " UNION ALL ".join(
-        f"SELECT ts, kind, component_id, job_id, '{m}' AS metric, {m}::DOUBLE AS value "
-        f"FROM server_samples WHERE {m} IS NOT NULL"
-        for m in _WIDE
-    )
+    """Server-side samples in long form: the wide standard metrics and every agent metric.
+
+    One value per (time, kind, component, metric). An agent writes each standard reading
+    twice, to `server_samples` (the amount in the interval) and to `metrics` (its rate):
+    the wide value is kept, as `data-model.md` defines it, and the rate is left out.
+    """
     where, params = ["job_id IS NULL"], []
     for col, val in (("kind", kind), ("component_id", component), ("metric", metric)):
         if val is not None:
@@ -218,10 +218,18 @@ def series(
     if since is not None:
         where.append("ts >= ?")
         params.append(since)
-    sql = (
-        f"SELECT ts AS time, kind, component_id AS component, metric, value FROM ("
-        f"{unpivot} UNION ALL SELECT ts, kind, component_id, job_id, metric, value "
-        f"FROM metrics) WHERE {' AND '.join(where)} "
-        f"ORDER BY time, kind, component, metric LIMIT {int(limit)}"
+    cond = " AND ".join(where)
+    unpivot = " UNION ALL ".join(
+        f"SELECT ts, kind, component_id, job_id, '{m}' AS metric, {m}::DOUBLE AS value "
+        f"FROM server_samples WHERE {m} IS NOT NULL"
+        for m in _WIDE
     )
-    return store.query(sql, params).to_pylist()
+    sql = f"""
+        WITH wide AS (SELECT ts, kind, component_id, metric, value FROM ({unpivot}) WHERE {cond}),
+        long AS (SELECT ts, kind, component_id, metric, value FROM metrics WHERE {cond})
+        SELECT ts AS time, kind, component_id AS component, metric, value FROM (
+            SELECT * FROM wide
+            UNION ALL SELECT * FROM long ANTI JOIN wide USING (ts, kind, component_id, metric))
+        ORDER BY time, kind, component, metric, value LIMIT {int(limit)}
+    """
+    return store.query(sql, [*params, *params]).to_pylist()

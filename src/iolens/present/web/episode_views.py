@@ -1,6 +1,6 @@
 """Anomaly episodes as the pages show them: a stable key per episode for its URL, the
 list, one episode with its chart and the jobs on the component, and the episodes a job's
-components saw while it ran."""
+components saw while it ran; and who used a component over a period (`jobs_on`)."""
 
 from __future__ import annotations
 
@@ -54,18 +54,8 @@ def episode_detail(store: Store, key: str) -> dict[str, Any] | None:
     chart = component_series(
         store, component, e["start"] - pad, end + pad, bands=[[epoch(e["start"]), epoch(end), True]]
     )
-    jobs = store.query(
-        """
-        SELECT s.job_id, any_value(j."user") AS "user", any_value(j.app) AS app,
-               sum(coalesce(s.read_bytes, 0) + coalesce(s.write_bytes, 0))::DOUBLE AS bytes,
-               sum(coalesce(s.md_ops, 0))::DOUBLE AS md_ops
-        FROM server_samples s LEFT JOIN jobs j USING (job_id)
-        WHERE s.component_id = ? AND s.job_id IS NOT NULL AND s.ts > ? AND s.ts <= ?
-        GROUP BY s.job_id ORDER BY bytes DESC, md_ops DESC LIMIT 25
-        """,
-        [component, e["start"], end],
-    ).to_pylist()
-    return {"episode": e, "chart": chart, "jobs": jobs}
+    jobs, note = jobs_on(store, component, e.get("component_kind"), e["start"], end)
+    return {"episode": e, "chart": chart, "jobs": jobs, "jobs_note": note}
 
 
 def episodes_during(
@@ -87,3 +77,95 @@ def episodes_during(
         r["summary"] = ev.get("summary", "")
         r["key"] = episode_key(r["kind"], r["component_id"], r["start"])
     return rows
+
+
+def jobs_on(
+    store: Store,
+    component_id: str,
+    kind: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    limit: int = 25,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Who moved the most through a component, and a note when that cannot be known.
+
+    OSTs and MDTs count per job_stats id, which is a scheduler job or, for I/O outside any
+    job, a process (`find.1003`: `iolens.model.ids`), listed as such. A forwarder counts
+    per client node: its clients' requests go to the jobs on those nodes at the time.
+    """
+    from iolens.analyze.components.forwarding import CLIENT_KIND
+    from iolens.analyze.jobids import job_scheme
+
+    window, params = "", []
+    if since:
+        window += " AND s.ts > ?"
+        params.append(since)
+    if until:
+        window += " AND s.ts <= ?"
+        params.append(until)
+    sums = (
+        "sum(coalesce(s.read_bytes, 0) + coalesce(s.write_bytes, 0))::DOUBLE AS bytes, "
+        "sum(coalesce(s.md_ops, 0))::DOUBLE AS md_ops, min(s.ts) AS first, max(s.ts) AS last"
+    )
+    if kind == "forwarder":
+        served = store.query(
+            f"SELECT count(*) AS n FROM server_samples s WHERE s.kind = '{CLIENT_KIND}' "
+            f"AND starts_with(s.component_id, ?){window}",
+            [f"{component_id}:", *params],
+        ).to_pylist()[0]["n"]
+        if not served:
+            return [], (
+                f"{component_id} exports no per-client counters (an LNet router has none; a "
+                "forwarding daemon's clients/<node>/stats give them), so which jobs it "
+                "served is not known"
+            )
+        rows = store.query(
+            f"""
+            WITH j AS (SELECT job_id, "user", app, unnest(nodes) AS node, "start", "end"
+                       FROM jobs)
+            SELECT j.job_id, any_value(j."user") AS "user", any_value(j.app) AS app, {sums}
+            FROM server_samples s JOIN j ON s.component_id = ? || ':' || j.node
+            WHERE s.kind = '{CLIENT_KIND}' AND s.interval_s > 0 AND s.ts > j."start"
+                  AND (j."end" IS NULL OR s.ts - to_microseconds(
+                      CAST(s.interval_s * 1e6 AS BIGINT)) < j."end"){window}
+            GROUP BY j.job_id ORDER BY bytes DESC, md_ops DESC, j.job_id LIMIT {int(limit)}
+            """,
+            [component_id, *params],
+        ).to_pylist()
+        return [{**r, "label": None} for r in rows], None
+    rows = store.query(
+        f"""
+        SELECT s.job_id AS raw, {sums} FROM server_samples s
+        WHERE s.component_id = ? AND s.job_id IS NOT NULL{window}
+        GROUP BY s.job_id
+        """,
+        [component_id, *params],
+    ).to_pylist()
+    scheme = job_scheme(store)
+    merged: dict[tuple[bool, str], dict[str, Any]] = {}
+    for r in rows:
+        tag = scheme.classify(r.pop("raw"))
+        key = (tag.is_job, tag.job_id if tag.is_job and tag.job_id else tag.raw)
+        got = merged.get(key)
+        if got is None:
+            merged[key] = {**r, "job_id": key[1], "label": None if tag.is_job else tag.label()}
+            continue
+        got["bytes"] += r["bytes"]
+        got["md_ops"] += r["md_ops"]
+        got["first"], got["last"] = min(got["first"], r["first"]), max(got["last"], r["last"])
+    top = sorted(merged.values(), key=lambda r: (-r["bytes"], -r["md_ops"], r["job_id"]))
+    top = top[:limit]
+    ids = [r["job_id"] for r in top if r["label"] is None]
+    who = {}
+    if ids:
+        marks = ", ".join("?" for _ in ids)
+        who = {
+            w["job_id"]: w
+            for w in store.query(
+                f'SELECT job_id, "user", app FROM jobs WHERE job_id IN ({marks})', ids
+            ).to_pylist()
+        }
+    for r in top:
+        w = who.get(r["job_id"], {})
+        r["user"], r["app"] = w.get("user"), w.get("app")
+    return top, None

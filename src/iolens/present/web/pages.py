@@ -300,10 +300,15 @@ def router(web: Any) -> APIRouter:
 
     @r.get("/admin/anomalies")
     def admin_anomalies(request: Request, kind: str | None = None) -> Response:
+        from iolens.analyze.components import component_gaps
+
         ensure_components(web)
         with web.readers.reader() as store:
             rows = episode_views.episodes(store, kind or None)
-        return web.page(request, "admin_anomalies.html", title="Anomalies", rows=rows, kind=kind)
+            gaps = component_gaps(store)  # what the detectors could not assess, as the CLI
+        return web.page(
+            request, "admin_anomalies.html", title="Anomalies", rows=rows, kind=kind, gaps=gaps
+        )
 
     @r.get("/admin/anomalies/{key}")
     def admin_anomaly(request: Request, key: str) -> Response:

@@ -13,17 +13,26 @@ import numpy as np
 from iolens.model.schema import ZOOMIN_FACTORS
 from iolens.present.web import svg
 from iolens.present.web.charts import component_series, epoch, latest_sample
-from iolens.present.web.episode_views import episode_key, episodes
+from iolens.present.web.episode_views import episode_key, episodes, jobs_on
 from iolens.store.base import Store
+
+#: Tile groups of the system-now page and the sample kinds behind them. The metadata load
+#: is the MDT's (md_stats, kind `mdt`); kind `mds` is the MDS host's request queue.
+NOW_KINDS = {"forwarder": "forwarder", "ost": "ost", "mds": "mdt"}
 
 
 def system_now(store: Store, at: datetime | None = None, minutes: int = 5) -> dict[str, Any]:
-    """Every forwarder, OST and MDS: peak one-minute load of the last `minutes`, by level."""
+    """Every forwarder, OST and MDT: peak one-minute load of the last `minutes`, by level.
+
+    A level is against the component's benchmarked peak (`components.peak_bw`/`peak_ops`,
+    from the site topology); without one, against the busiest of its kind in the window,
+    and `no_peak` lists those components so the page can say so.
+    """
     from iolens.analyze.system import level_of
 
     t1 = at or latest_sample(store)
     if t1 is None:
-        return {"at": None, "kinds": {}, "running": [], "episodes": []}
+        return {"at": None, "kinds": {}, "no_peak": {}, "running": [], "episodes": []}
     t0 = t1 - timedelta(minutes=minutes)
     rows = store.query(
         """
@@ -33,7 +42,7 @@ def system_now(store: Store, at: datetime | None = None, minutes: int = 5) -> di
                    sum(coalesce(md_ops, 0)) / sum(interval_s) AS ops,
                    avg(service_us) AS service_us
             FROM server_samples
-            WHERE job_id IS NULL AND kind IN ('forwarder', 'ost', 'mds', 'mdt')
+            WHERE job_id IS NULL AND kind IN ('forwarder', 'ost', 'mdt')
               AND ts > ? AND ts <= ? AND interval_s > 0
             GROUP BY ALL)
         SELECT m.kind, m.component_id, max(bps) AS bps, max(ops) AS ops,
@@ -45,13 +54,17 @@ def system_now(store: Store, at: datetime | None = None, minutes: int = 5) -> di
         [t0, t1],
     ).to_pylist()
     kinds: dict[str, list[dict[str, Any]]] = {}
-    for kind in ("forwarder", "ost", "mds"):
-        mine = [r for r in rows if (r["kind"] == "mdt" and kind == "mds") or r["kind"] == kind]
+    no_peak: dict[str, list[str]] = {}
+    for kind, sampled in NOW_KINDS.items():
+        mine = [r for r in rows if r["kind"] == sampled]
         meta = kind == "mds"
         observed = max((float(r["ops" if meta else "bps"] or 0) for r in mine), default=0.0)
         for r in mine:
             rate = float(r["ops" if meta else "bps"] or 0.0)
-            cap = r["peak_ops" if meta else "peak_bw"] or observed or 1.0
+            peak = r["peak_ops" if meta else "peak_bw"]
+            if not peak:
+                no_peak.setdefault(kind, []).append(r["component_id"])
+            cap = peak or observed or 1.0
             load = rate / cap
             kinds.setdefault(kind, []).append(
                 {
@@ -76,7 +89,14 @@ def system_now(store: Store, at: datetime | None = None, minutes: int = 5) -> di
     ).to_pylist()
     for e in episodes:
         e["key"] = episode_key(e["kind"], e["component_id"], e["start"])
-    return {"at": t1, "minutes": minutes, "kinds": kinds, "running": running, "episodes": episodes}
+    return {
+        "at": t1,
+        "minutes": minutes,
+        "kinds": kinds,
+        "no_peak": no_peak,
+        "running": running,
+        "episodes": episodes,
+    }
 
 
 def busiest_minute(store: Store) -> datetime | None:
@@ -221,7 +241,10 @@ def mds_page(store: Store, bin_s: int = 300) -> dict[str, Any]:
     return {"view": view, "chart": chart, "levels_svg": levels_svg}
 
 
+
+
 def switches_page(store: Store) -> dict[str, Any]:
+    """Beacon 4.4's switch traffic, or, without it, why not (the view's `missing`)."""
     from iolens.analyze.system import switch_traffic, to_plain
 
     view = to_plain(switch_traffic(store))
@@ -366,26 +389,12 @@ def admin_component(
     chart = component_series(store, component_id, since, until, bands=bands)
     if chart is None and not kinds:
         return None
-    cond, params = "s.component_id = ? AND s.job_id IS NOT NULL", [component_id]
-    if since:
-        cond += " AND s.ts > ?"
-        params.append(since)
-    if until:
-        cond += " AND s.ts <= ?"
-        params.append(until)
-    jobs = store.query(
-        f"""
-        SELECT s.job_id, any_value(j."user") AS "user", any_value(j.app) AS app,
-               sum(coalesce(s.read_bytes, 0) + coalesce(s.write_bytes, 0))::DOUBLE AS bytes,
-               sum(coalesce(s.md_ops, 0))::DOUBLE AS md_ops, min(s.ts) AS first, max(s.ts) AS last
-        FROM server_samples s LEFT JOIN jobs j USING (job_id) WHERE {cond}
-        GROUP BY s.job_id ORDER BY bytes DESC, md_ops DESC LIMIT 25
-        """,
-        params,
-    ).to_pylist()
+    kind = kinds[0]["kind"] if kinds else None
+    jobs, jobs_note = jobs_on(store, component_id, kind, since, until)
     return {
         "component": kinds[0] if kinds else {},
         "chart": chart,
         "episodes": eps,
         "jobs": jobs,
+        "jobs_note": jobs_note,
     }
