@@ -23,7 +23,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import table
 from iolens.analyze.pipeline import analyze_all
-from iolens.ingest import load
 from iolens.simulate import SimConfig, simulate
 from iolens.simulate.score import FAULT_KINDS, Score, score_episodes, score_pairs
 from iolens.store import DuckDBStore
@@ -35,8 +34,7 @@ def run_one(nodes: int, hours: float, seed: int, faults: bool = True) -> dict[st
     sim = simulate(SimConfig(nodes=nodes, hours=hours, seed=seed, faults=faults))
     truth = json.loads(json.dumps(sim.truth, default=float))
     with tempfile.TemporaryDirectory() as tmp, DuckDBStore(Path(tmp) / "a.duckdb") as store:
-        for _name, batch in sim.batches():
-            load(store, batch)
+        sim.load(store)
         t0 = time.perf_counter()
         analyze_all(store)
         took = time.perf_counter() - t0
