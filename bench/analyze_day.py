@@ -21,7 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import median, table
 from iolens.analyze.components import analyze_components
 from iolens.analyze.pipeline import analyze_jobs
-from iolens.ingest import load
 from iolens.simulate import SimConfig, simulate
 from iolens.store import DuckDBStore
 
@@ -39,8 +38,7 @@ def main() -> None:
             base = Path(tmp) / f"{nodes}.duckdb"
             sim = simulate(SimConfig(nodes=nodes, hours=args.hours, seed=args.seed))
             with DuckDBStore(base) as store:
-                for _name, batch in sim.batches():
-                    load(store, batch)
+                sim.load(store)
                 counts = store.query(
                     "SELECT (SELECT count(*) FROM jobs) AS jobs, "
                     "(SELECT count(*) FROM client_io) AS client, "

@@ -36,7 +36,6 @@ def build_store(path: Path, extra_jobs: int) -> dict[str, Any]:
     """Simulate, load, analyse (jobs and components); add accounts; returns names/ids."""
     from iolens.analyze.components import analyze_components
     from iolens.analyze.pipeline import analyze_jobs
-    from iolens.ingest import load
     from iolens.present.web.accounts import add_user
     from iolens.present.web.episode_views import episode_key
     from iolens.simulate import SimConfig, simulate
@@ -44,8 +43,7 @@ def build_store(path: Path, extra_jobs: int) -> dict[str, Any]:
 
     sim = simulate(SimConfig(nodes=1024, hours=2.0, seed=3))
     with DuckDBStore(path) as store:
-        for _name, batch in sim.batches():
-            load(store, batch)
+        sim.load(store)
         analyze_jobs(store)
         analyze_components(store)
         job = store.query(

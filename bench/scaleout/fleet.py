@@ -1,16 +1,21 @@
 """A simulated site's data as its agents would ship it, split over ingest groups.
 
 Beacon (section 3.1) gives each log server a static group of compute nodes; the servers'
-own monitoring (forwarders, OSS/OSTs, MDS, switches) goes to a few more. Here compute
-nodes belong to the group of their forwarder (512 nodes each, as Beacon's 80 groups of a
-40,960-node machine), server-side components are dealt round-robin over the groups, and
-the scheduler's and the topology's rows go to the first group. Every agent-sized piece is
-a keyed batch, so re-sending one is harmless.
+own monitoring (forwarders, OSS, MDS) goes to a few more. Here compute nodes belong to the
+group of their forwarder (512 nodes each, as Beacon's 80 groups of a 40,960-node machine),
+and so does the forwarder's own agent; the other server hosts (OSS, MDS) are dealt
+round-robin over the groups, and the scheduler's and the topology's rows go to the first
+group.
+
+A server host's agent batches (one per agent round, keyed `agent:<host>:<time>` by the
+agent itself) go to its group whole, as that host's `iolens agent` ships them: samples,
+metrics and the targets it reports. Tracer records and file layouts are cut into keyed
+pieces of at most `max_rows`, per group. Every piece is keyed, so re-sending one is
+harmless.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,10 +27,10 @@ import pyarrow.compute as pc
 from iolens.model.batch import Batch
 from iolens.simulate.run import Simulation
 
-#: Rows per shipped batch at most (an agent's 10-s round is far smaller; tests want many).
+#: Rows per shipped tracer batch at most (a tracer's flush is far smaller; tests want many).
 MAX_ROWS = 20_000
-#: Seconds of component samples per batch (what an agent collects between shipments).
-WINDOW_S = 60
+#: Agent batches are named `agent:<host>`; what follows the prefix is the host.
+AGENT_PREFIX = "agent:"
 
 
 @dataclass
@@ -54,13 +59,15 @@ class Ledger:
 
 
 def groups_of(sim: Simulation, groups: list[str]) -> tuple[dict[str, str], dict[str, str]]:
-    """(compute node -> group, server component -> group)."""
+    """(compute node -> group, server host -> group): a forwarder with its nodes."""
     topo = sim.topology
     nodes = {
         node: groups[int(topo.fwd_of_node[i]) % len(groups)] for i, node in enumerate(topo.compute)
     }
-    comps = sorted({*topo.forwarders, *topo.osts, *topo.oss, topo.mds, *topo.switches})
-    return nodes, {c: groups[i % len(groups)] for i, c in enumerate(comps)}
+    hosts = {fwd: groups[f % len(groups)] for f, fwd in enumerate(topo.forwarders)}
+    others = [h.name for h in sim.collection.hosts if h.name not in hosts]
+    hosts |= {h: groups[i % len(groups)] for i, h in enumerate(others)}
+    return nodes, hosts
 
 
 def _split(table: pa.Table, column: str, owner: dict[str, str], groups: list[str]) -> dict:
@@ -74,22 +81,19 @@ def _chunks(table: pa.Table, rows: int) -> Iterator[pa.Table]:
         yield table.slice(i, rows)
 
 
-def _windows(table: pa.Table, seconds: int) -> Iterator[pa.Table]:
-    ts = table.column("ts").cast(pa.int64()).to_numpy() // (seconds * 1_000_000)
-    order = np.argsort(ts, kind="stable")
-    table, ts = table.take(pa.array(order)), ts[order]
-    cut = np.r_[0, np.nonzero(np.diff(ts))[0] + 1, len(ts)]
-    for a, b in itertools.pairwise(cut):
-        yield table.slice(int(a), int(b - a))
-
-
 def agent_batches(
     sim: Simulation, groups: list[str], max_rows: int = MAX_ROWS
 ) -> Iterator[tuple[str, Batch]]:
     """(group, keyed batch) in collection order, as the group's agents would ship them."""
-    nodes, comps = groups_of(sim, groups)
+    nodes, hosts = groups_of(sim, groups)
     for name, batch in sim.batches():
-        if batch.server_samples is None and batch.client_io is None:
+        if batch.key is not None:  # an agent's round: to its host's group, as shipped
+            host = batch.source.removeprefix(AGENT_PREFIX)
+            if host not in hosts:
+                raise ValueError(f"agent batch {batch.key} of an unknown host {host!r}")
+            yield hosts[host], batch
+            continue
+        if batch.client_io is None:
             # topology and scheduler rows: one batch to the first group
             yield groups[0], Batch(batch.source, key=f"{groups[0]}:{name}", **batch.tables())
             continue
@@ -99,14 +103,7 @@ def agent_batches(
                     groups[0],
                     Batch(batch.source, key=f"{groups[0]}:{name}:files:{i}", files=part),
                 )
-        if batch.client_io is not None:
-            for g, part in _split(batch.client_io, "node", nodes, groups).items():
-                for i, chunk in enumerate(_chunks(part, max_rows)):
-                    key = f"{g}:{name}:client:{i}"
-                    yield g, Batch("tracer", key=key, client_io=chunk)
-        if batch.server_samples is not None:
-            for g, part in _split(batch.server_samples, "component_id", comps, groups).items():
-                for w, window in enumerate(_windows(part, WINDOW_S)):
-                    for i, chunk in enumerate(_chunks(window, max_rows)):
-                        key = f"{g}:{name}:samples:{w}:{i}"
-                        yield g, Batch("agent", key=key, server_samples=chunk)
+        for g, part in _split(batch.client_io, "node", nodes, groups).items():
+            for i, chunk in enumerate(_chunks(part, max_rows)):
+                key = f"{g}:{name}:client:{i}"
+                yield g, Batch("tracer", key=key, client_io=chunk)

@@ -199,21 +199,40 @@ def test_noise_without_contention_costs_nobody_anything(tmp_path):
     assert not diag.pairs and sum(diag.delays.values()) == 0.0
 
 
+def _second_ost(st: DuckDBStore, offset_s: float) -> None:
+    """A copy of the OST and its OSS whose clock runs `offset_s` ahead: its samples end
+    between the first one's, as two servers' samples do."""
+    shift = timedelta(seconds=offset_s)
+    rows = st.query("SELECT * FROM server_samples").to_pylist()
+    for r in rows:
+        r["ts"] += shift
+        r["component_id"] = {"fs-OST0000": "fs-OST0001", "oss1": "oss2"}[r["component_id"]]
+        if r["service_us"] is not None:  # a little slower: the two differ each second
+            r["service_us"] *= 1.1
+    st.append("server_samples", pa.Table.from_pylist(rows, schema=SERVER_SAMPLES))
+    row = dict(component_id="fs-OST0001", kind="ost", parent="oss2", peak_bw=None, peak_ops=None)
+    st.append("components", pa.Table.from_pylist([row], schema=COMPONENTS))
+
+
 def test_windows_add_up_to_the_span(tmp_path):
-    """What the distributed analysis relies on: baseline histograms and tallies computed
-    window by window (each from the samples starting in it) equal the whole span's."""
+    """What the distributed analysis relies on: baseline histograms (each from the samples
+    starting in the window) and tallies (each of the window's seconds, against every sample
+    covering it) computed window by window equal the whole span's, with two servers whose
+    samples straddle the window edges at different times."""
     jobs = {"1": (8, 0, 900), "2": (24, 150, 450), "3": (4, 500, 800)}
     n1: set[str] = set()
     with _store(tmp_path / "d.duckdb", jobs, noise=0.2) as st:
+        _second_ost(st, 4.0)
         by_job = interference._bursts(st, interference.EVERYTHING, n1)
         found = interference.diagnosis_order(b for bs in by_job.values() for b in bs)
         lo, hi = interference.sample_span(found[0].start, max(b.end for b in found))
         edges = interference.window_edges(lo, hi, 120)
         loaded = [service.load(st, a, b) for a, b in edges]
         whole_fit, whole, _other, every = interference.tally_span(st, lo, hi, found, n1)
-    assert len(edges) >= 5 and sum(len(s) for s in loaded) == len(every)
-    fitted = baseline.merge(baseline.samples(s) for s in loaded)
-    assert fitted.every.keys() == whole_fit.every.keys()
+    assert len(edges) >= 5 and sum(s.owned.sum() for s in loaded) == every.owned.sum()
+    assert sum(len(s) for s in loaded) > len(every)  # edge samples are read twice ...
+    fitted = baseline.merge(baseline.samples(s) for s in loaded)  # ... and counted once
+    assert fitted.every.keys() == whole_fit.every.keys() and fitted.threads == whole_fit.threads
     for k, h in whole_fit.every.items():
         assert np.array_equal(fitted.every[k], h)
     parts = [
@@ -222,6 +241,7 @@ def test_windows_add_up_to_the_span(tmp_path):
     ]
     windowed = interference.merge_tallies(t for t, _ in parts)
     assert windowed.keys() == whole.keys() and whole
+    assert {k[2] for k in whole} == {"fs-OST0000", "fs-OST0001"}
     for key, t in whole.items():
         w = windowed[key]
         assert (w.start, w.end, w.seconds) == (t.start, t.end, t.seconds), key

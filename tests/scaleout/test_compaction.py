@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 
 from iolens.analyze.components.base import Context
+from iolens.analyze.components.slow_ost import io_time_grid
+from iolens.collect.sources.lustre_oss import IO_TIME_MEAN, IO_TIME_PREFIX
 from iolens.model.batch import Batch
 from iolens.store import DuckDBStore
-from iolens.store.compaction import compact, dataset_bytes, second_pass_ratios
+from iolens.store.compaction import MEAN_EVENTS, compact, dataset_bytes, second_pass_ratios
 from iolens.store.dataset import DatasetStore
 from iolens.store.dataset_layout import MERGED
 from iolens.store.segments import SegmentWriter
@@ -37,7 +41,8 @@ def test_second_pass_is_lossless_and_merges_across_nodes(site, dataset, tmp_path
     after = dataset_bytes(root)
     assert after[MERGED] < before["client_io"] and "client_io" not in after
     snap = take_snapshot(root)
-    assert all(len(v) <= 2 for v in snap.files.values())  # one file per hour (or group-day)
+    partitions = Counter(str(Path(f).parent) for files in snap.files.values() for f in files)
+    assert max(partitions.values()) == 1  # one file per hour (or group and day)
     with DuckDBStore(site.reference, create=False) as ref, DatasetStore(root, read_only=True) as ds:
         assert ds.query(CLIENT).equals(ref.query(CLIENT))  # row for row
         for table in ("server_samples", "jobs", "files", "components", "forwarding"):
@@ -65,36 +70,77 @@ def test_late_data_is_merged_into_a_compacted_hour(site, dataset, tmp_path):
         assert ds.query("SELECT count(*) AS n FROM client_io").to_pylist()[0]["n"] == n
 
 
-def _minute_grid(root, kind: str):
+def _minute_grids(root, kinds: list[str]) -> tuple[dict, tuple]:
+    """Per kind the detectors' minute grid, and slow_ost's brw_stats I/O time per minute
+    (its latency on Lustre 2.10, a mean over the I/Os of each sample, from `metrics`)."""
     with DatasetStore(root, read_only=True) as ds:
         lo, hi = (
             ds.query("SELECT min(ts) AS a, max(ts) AS b FROM server_samples")
             .to_pylist()[0]
             .values()
         )
-        return Context(ds, lo, hi + timedelta(minutes=1)).grid(kind)
+        ctx = Context(ds, lo, hi + timedelta(minutes=1))
+        grids = {kind: ctx.grid(kind) for kind in kinds}
+        return grids, io_time_grid(ctx, grids["ost"])
+
+
+#: Per series and detector minute (`Context.grid`'s bucket): what downsampling must keep.
+MINUTE = "(epoch_us(ts) - 1) // 60000000"
+COUNTER_MINUTES = (  # metrics with an interval are rates: value x interval is the count
+    f"SELECT kind, component_id, job_id, metric, {MINUTE} AS m, sum(value * interval_s) AS n "
+    "FROM metrics WHERE interval_s IS NOT NULL AND NOT ends_with(metric, '_us') "
+    "GROUP BY ALL ORDER BY ALL"
+)
 
 
 def test_downsampling_keeps_totals_and_the_detectors_minutes(dataset, tmp_path):
+    """Agents sample every 10 s; downsampled to 60 s, each series keeps one row per minute,
+    every total, and the per-minute grids every component detector builds."""
     root = copy_dataset(dataset, tmp_path / "ds")
-    grid = _minute_grid(root, "ost")
+    with DatasetStore(root, read_only=True) as ds:
+        kinds = ds.query("SELECT DISTINCT kind FROM server_samples").column("kind").to_pylist()
+    assert {"ost", "oss", "mdt", "mds", "forwarder"} <= set(kinds)  # what the detectors read
+    grids, io_time = _minute_grids(root, kinds)
+    assert np.isfinite(io_time[0]).any()  # something to compare
     sql = (
         "SELECT kind, component_id, job_id, sum(read_bytes) AS r, sum(write_bytes) AS w, "
         "sum(md_ops) AS m, sum(interval_s) AS s FROM server_samples GROUP BY ALL ORDER BY ALL"
     )
+    series_minutes = (
+        f"SELECT count(*) AS n FROM (SELECT DISTINCT kind, component_id, job_id, {MINUTE} "
+        "FROM server_samples)"
+    )
     with DatasetStore(root, read_only=True) as ds:
         totals = ds.query(sql)
         n = ds.query("SELECT count(*) AS n FROM server_samples").to_pylist()[0]["n"]
+        minutes = ds.query(series_minutes).to_pylist()[0]["n"]
+        counters = ds.query(COUNTER_MINUTES)
+    # Several samples per series minute to fold (most series report every 10-s round).
+    assert minutes < n / 3
     report = compact(root, RetentionSection(settle_s=0, grace_s=0, full_days=0), now=NOW)
     assert "server_samples:downsample" in report.summary()["tables"]
+    assert "metrics:downsample" in report.summary()["tables"]
     with DatasetStore(root, read_only=True) as ds:
         assert ds.query(sql).equals(totals)
-        assert ds.query("SELECT count(*) AS n FROM server_samples").to_pylist()[0]["n"] < n / 30
-    down = _minute_grid(root, "ost")
-    for name in ("seconds", "read_bytes", "write_bytes", "read_ops", "md_ops"):
-        assert np.array_equal(getattr(down, name), getattr(grid, name)), name
-    for name in ("svc", "wait", "queue", "threads"):
-        assert np.allclose(getattr(down, name), getattr(grid, name), equal_nan=True), name
+        assert ds.query("SELECT count(*) AS n FROM server_samples").to_pylist()[0]["n"] == minutes
+        after = ds.query(COUNTER_MINUTES)
+    for col in ("kind", "component_id", "job_id", "metric", "m"):
+        assert after[col].equals(counters[col]), col
+    assert np.allclose(after["n"].to_numpy(), counters["n"].to_numpy(), rtol=1e-9)
+    down, io_time_down = _minute_grids(root, kinds)
+    assert np.allclose(io_time_down[1], io_time[1], rtol=1e-9)  # I/Os per minute
+    assert np.allclose(io_time_down[0], io_time[0], rtol=1e-9, equal_nan=True)  # their mean
+    for kind in kinds:
+        for name in ("seconds", "read_bytes", "write_bytes", "read_ops", "md_ops"):
+            assert np.array_equal(getattr(down[kind], name), getattr(grids[kind], name)), name
+        for name in ("svc", "wait", "queue", "threads"):
+            a, b = getattr(down[kind], name), getattr(grids[kind], name)
+            assert np.allclose(a, b, equal_nan=True), (kind, name)
+
+
+def test_downsampling_weights_the_means_the_sources_write():
+    """The store may not import the sources: its names for a mean and its events are theirs."""
+    assert MEAN_EVENTS == {IO_TIME_MEAN: IO_TIME_PREFIX}
 
 
 def test_retention_drops_expired_hours(dataset, tmp_path):

@@ -15,8 +15,9 @@ rewrites settled partitions:
   descriptor is: ranks writing one file each (N-N) merge just as ranks sharing one (N-1);
 * **retention**: server samples and metrics older than `full_days` are downsampled to
   `downsample_s` (sums of deltas, request-weighted latencies, time-weighted queue and
-  threads: the per-minute series the component detectors use are unchanged); timed data
-  older than `keep_days` (if set) is dropped.
+  threads, the brw_stats I/O time weighted by its I/Os: the per-minute series the
+  component detectors use are unchanged); timed data older than `keep_days` (if set) is
+  dropped.
 
 Every rewrite is a compaction manifest (`_compactions/<id>.json`: inputs -> outputs)
 written before its outputs are renamed into place; readers then ignore the inputs, which
@@ -179,16 +180,20 @@ def member_groups(batch: pa.RecordBatch) -> list[tuple[int, int]]:
     return list(pairwise(edges))
 
 
+#: Means in `metrics` whose events other metrics of the same sample count (by name
+#: prefix): the brw_stats `I/O time` mean over its histogram's buckets (the names of
+#: `collect.sources.lustre_oss`, which this layer may not import; a test checks them).
+#: Downsampled, such a mean is weighted by its events, so a minute's mean per I/O stays
+#: what it was; other means are weighted by time.
+MEAN_EVENTS = {"brw_io_time_us": "brw_io_time_ms_"}
+
+
 def downsample_sql(table: str, source: str, seconds: int) -> str:
     """SELECT aggregating `source` rows of server samples or metrics to `seconds`."""
     step = seconds * 1_000_000
     bucket = f"(epoch_us(ts) - 1) // {step}"
     if table == "metrics":
-        return (
-            "SELECT max(ts) AS ts, sum(interval_s) AS interval_s, kind, component_id, job_id, "
-            "metric, sum(value * coalesce(interval_s, 1)) / sum(coalesce(interval_s, 1)) "
-            f"AS value FROM {source} GROUP BY kind, component_id, job_id, metric, {bucket}"
-        )
+        return _downsample_metrics_sql(source, bucket)
     reqs = "(coalesce(read_ops, 0) + coalesce(write_ops, 0) + coalesce(md_ops, 0))"
 
     def weighted(col: str, w: str) -> str:
@@ -204,6 +209,33 @@ def downsample_sql(table: str, source: str, seconds: int) -> str:
         f"{weighted('queue_len', 'interval_s')}, {weighted('active_threads', 'interval_s')} "
         f"FROM {source} GROUP BY kind, component_id, job_id, {bucket}"
     )
+
+
+def _downsample_metrics_sql(source: str, bucket: str) -> str:
+    """Metrics per series and bucket: rates and gauges weighted by time (so value x
+    interval, a counter's count, is kept), `MEAN_EVENTS` means by their events. Every row
+    of a component's bucket takes the bucket's last sample time, so metrics read together
+    per sample (a mean and the counters of its events) stay together."""
+    events = " UNION ALL ".join(
+        f"SELECT kind, component_id, job_id, ts, '{mean}' AS metric, "
+        f"sum(value * interval_s) AS n FROM s WHERE starts_with(metric, '{prefix}') GROUP BY ALL"
+        for mean, prefix in MEAN_EVENTS.items()
+    )
+    same = " AND ".join(
+        f"s.{c} IS NOT DISTINCT FROM e.{c}"
+        for c in ("kind", "component_id", "job_id", "ts", "metric")
+    )
+    return f"""
+WITH s AS (SELECT *, {bucket} AS b FROM {source}),
+e AS ({events}),
+w AS (
+  SELECT s.*, coalesce(e.n, s.interval_s, 1) AS w,
+    max(s.ts) OVER (PARTITION BY s.kind, s.component_id, s.job_id, s.b) AS t
+  FROM s LEFT JOIN e ON {same})
+SELECT t AS ts, sum(interval_s) AS interval_s, kind, component_id, job_id, metric,
+  sum(value * w) / nullif(sum(w), 0) AS value
+FROM w GROUP BY kind, component_id, job_id, metric, b, t
+"""
 
 
 @dataclass

@@ -74,14 +74,15 @@ def jobs_behind(
 ) -> dict[str, Any]:
     """Who used `fwd` in [start, end): `jobs` (job_id, bytes, requests, share, clients),
     `jobs_basis` (which real data said so), `clients` (per-client service, busiest first)
-    and `other_clients` (clients no job ran on: login or service nodes)."""
+    and `other_clients` (clients no job ran on: login or service nodes). Ties go by name,
+    so a dataset read by many workers gives what one file gives."""
     clients = _client_counters(ctx, fwd, start, end)
     if clients:
         jobs, other = _jobs_of_clients(ctx, clients, start, end)
         return {
             "jobs": _ranked(jobs, most),
             "jobs_basis": "the forwarder's per-client counters and the scheduler's node lists",
-            "clients": sorted(clients, key=lambda c: -c["requests"])[:most],
+            "clients": clients[:most],  # busiest first, then by name (stable across stores)
             "other_clients": sorted(other, key=lambda c: -c["requests"])[:most],
         }
     if nodes_behind(ctx).get(fwd):
@@ -108,6 +109,7 @@ def _client_counters(ctx: Context, fwd: str, start: datetime, end: datetime) -> 
         WHERE kind = '{CLIENT_KIND}' AND job_id IS NULL AND starts_with(component_id, ?)
           AND ts > ? AND ts <= ?
         GROUP BY ALL HAVING sum({reqs} + coalesce(md_ops, 0)) > 0
+        ORDER BY requests DESC, client
         """,
         [f"{fwd}:", start, end],
     ).to_pylist()

@@ -92,15 +92,17 @@ class Baseline:
 
 
 def samples(s: Samples) -> Baseline:
-    """The histograms and thread counts of one window's samples (known latencies only)."""
+    """The histograms and thread counts of the samples a window owns (known latencies
+    only): each sample counts in exactly one window's, so windows add up."""
     out = Baseline()
-    ok = np.isfinite(s.handling) & (s.handling > 0) & (s.ops > 0)
+    ok = np.isfinite(s.handling) & (s.handling > 0) & (s.ops > 0) & s.owned
     if not ok.any():
         return out
     first = np.unique(s.group, return_index=True)[1]
     threads = s.group_threads
-    for comp in np.unique(s.component[first]):
-        on = s.component[first] == comp
+    mine = s.owned[first]
+    for comp in np.unique(s.component[first][mine]):
+        on = (s.component[first] == comp) & mine
         busiest = float(np.nanmax(threads[on])) if np.isfinite(threads[on]).any() else 0.0
         out.threads[str(comp)] = busiest
     solo = ok & (s.share >= SOLO)

@@ -27,9 +27,11 @@ request (handling plus the queue wait of the target's server, `req_waittime`).
   a target, the uncontended latency there is raised by the episode's measured slowdown.
 
 A pair (victim, culprit) is kept when the culprit cost the victim at least `MIN_DELAY_S`
-and `MIN_SHARE` of its I/O time. Each quantity is per sample, so windows of time give
-their baseline histograms and tallies separately and the span's are their sums
-(`window_tallies`, `merge_tallies`, `baseline.merge`): the distributed analysis relies on it.
+and `MIN_SHARE` of its I/O time. The baseline is per sample and the loss per second, so
+windows of time give their baseline histograms (from the samples starting in them) and
+tallies (of their seconds, against every sample covering them) separately, and the span's
+are their sums (`window_tallies`, `merge_tallies`, `baseline.merge`): the distributed
+analysis relies on it.
 
 What it cannot see is said, not guessed: targets with no latency (no `[usecs]` counters)
 and forwarders whose only counters are LNet's (no latency, no per-client work) are listed
@@ -219,7 +221,8 @@ def window_tallies(
     n1: set[str],
     degraded: Degraded | None = None,
 ) -> tuple[Tallies, dict[str, float]]:
-    """Every victim's lost time in the window's samples, split between the culprits.
+    """Every victim's lost time in the window's seconds [s.lo, s.hi), split between the
+    culprits; each second is judged against every sample covering it.
 
     `found` are the bursts of the jobs (their seconds are the victims' I/O time). Returns
     the tallies and, per victim, the time lost to clients of no scheduler job.
@@ -250,10 +253,11 @@ def window_tallies(
         first = np.floor(s.t_end[rows] - s.dt[rows]).astype(np.int64)
         count = np.maximum(1, np.round(s.dt[rows]).astype(np.int64))
         owner, sec = _expand(first, count)
-        # the victim's I/O seconds only
+        # the victim's I/O seconds in the window only
         active = np.zeros(len(sec), bool)
         for a, b in spans[v]:
             active |= (sec >= a) & (sec < b)
+        active &= (sec >= s.lo) & (sec < s.hi)
         owner, sec = owner[active], sec[active]
         if len(sec) == 0:
             continue

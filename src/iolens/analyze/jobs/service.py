@@ -29,12 +29,15 @@ import numpy as np
 from iolens.store.base import Store
 
 #: Samples are read up to this far past a window's end: a sample is stamped at the end of
-#: its interval and counted in the window holding its start.
+#: its interval, and a window reads every sample whose interval overlaps it.
 LOOKAHEAD_S = 120
 
-#: A sample belongs to the window holding the start of its interval (so each sample is in
-#: exactly one window and windows add up).
-_WINDOW = "floor(epoch({t}) - {dt}) >= ? AND floor(epoch({t}) - {dt}) < ?"
+#: A window [lo, hi) reads every sample whose interval overlaps it (ends after lo, starts
+#: before hi): the seconds at its edges are judged against every target that served them,
+#: as in one window over the whole span, though servers' clocks put their sample edges
+#: at different times. A sample is the window's own (its baseline counts it) when its
+#: interval starts in the window, so each sample is owned by exactly one window.
+_WINDOW = "epoch({t}) > ? AND floor(epoch({t}) - {dt}) < ?"
 
 _SQL = f"""
 WITH tot AS (
@@ -85,7 +88,8 @@ w AS (
   WHERE job_id IS NULL AND kind IN ('oss', 'mds', 'forwarder') AND wait_us IS NOT NULL
     AND {_WINDOW.format(t="ts", dt="interval_s")}
   GROUP BY ALL)
-SELECT jr.kind, jr.c, jr.j, epoch(jr.ts) AS t, jr.dt, jr.ops, jr.nbytes, jr.rbytes, jr.svc,
+SELECT jr.kind, jr.c, jr.j, epoch(jr.ts) AS t, floor(epoch(jr.ts) - jr.dt) AS t0, jr.dt,
+  jr.ops, jr.nbytes, jr.rbytes, jr.svc,
   k.job_id IS NOT NULL AS known, tot.tops, tot.tsvc, w.wait, par.parent IS NOT NULL AS has_parent
 FROM jr JOIN tot USING (kind, c, ts)
 LEFT JOIN (SELECT DISTINCT job_id FROM jobs) k ON k.job_id = jr.j
@@ -123,8 +127,11 @@ class Samples:
     group: np.ndarray
     group_busy: np.ndarray  # per group: the target's whole busy time in the sample
     group_other: np.ndarray  # per group: busy time of no scheduler job
+    owned: np.ndarray  # the sample's interval starts in the window (see `_WINDOW`)
     latency_known: bool  # any row had a latency
     waits_known: bool  # queue waits were found for targets with a parent
+    lo: int = 0  # the window's seconds [lo, hi), epoch
+    hi: int = 0
 
     @property
     def size(self) -> np.ndarray:
@@ -152,7 +159,8 @@ class Samples:
 
 
 def load(store: Store, lo: int, hi: int) -> Samples:
-    """The target samples whose intervals start in [lo, hi) (epoch seconds)."""
+    """The target samples whose intervals overlap [lo, hi) (epoch seconds); those starting
+    in it are `owned`."""
     t = store.query(_SQL, [lo, hi] * 5)
     c = {n: t.column(n).to_numpy(zero_copy_only=False) for n in t.column_names}
     n = t.num_rows
@@ -193,8 +201,11 @@ def load(store: Store, lo: int, hi: int) -> Samples:
         group=group,
         group_busy=group_busy,
         group_other=np.maximum(other, 0.0),
+        owned=c["t0"].astype(float) >= lo,
         latency_known=latency_known,
         waits_known=bool(np.isfinite(wait).any()) or not bool(c["has_parent"].any()),
+        lo=lo,
+        hi=hi,
     )
 
 
