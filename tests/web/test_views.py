@@ -177,8 +177,9 @@ def test_pages_say_what_they_cannot_show(router_site, web_db):
     page = client.get("/admin/anomalies", headers=admin).text
     assert 'id="not-assessed"' in page and "slow_forwarder" in page
     assert "docs/forwarder-format.md" in page
-    # no source reads switches: the page and its REST twin say why
+    # no host behind the switches reports port counters: the page and its REST twin say why
     page = client.get("/admin/switches", headers=admin).text
-    assert "no iolens source reads a switch" in page and "<svg" not in page
+    assert "No switch traffic" in page and "InfiniBand port counters" in page
+    assert "<svg" not in page
     view = client.get("/api/admin/switches", headers=admin).json()
     assert view["switches"] == [] and "switch" in view["missing"]

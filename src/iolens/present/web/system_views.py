@@ -241,8 +241,6 @@ def mds_page(store: Store, bin_s: int = 300) -> dict[str, Any]:
     return {"view": view, "chart": chart, "levels_svg": levels_svg}
 
 
-
-
 def switches_page(store: Store) -> dict[str, Any]:
     """Beacon 4.4's switch traffic, or, without it, why not (the view's `missing`)."""
     from iolens.analyze.system import switch_traffic, to_plain
