@@ -21,15 +21,22 @@ M = TypeVar("M", bound=BaseModel)
 def load_toml(path: Path, model: type[M], what: str = "config file") -> M:
     """`path` parsed as TOML and validated by `model`; InputError naming file and field."""
     try:
-        raw = tomllib.loads(path.read_text())
+        text = path.read_text()
     except FileNotFoundError:
         raise InputError(str(path), f"no such {what}") from None
+    return parse_toml(text, model, str(path))
+
+
+def parse_toml(text: str, model: type[M], source: str) -> M:
+    """TOML text validated by `model`; InputError naming `source` and the field."""
+    try:
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(str(path), f"not valid TOML: {exc}") from None
+        raise InputError(source, f"not valid TOML: {exc}") from None
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         msg = str(first["msg"]).removeprefix("Value error, ")
-        raise InputError(str(path), f"{where}: {msg}" if where else msg) from None
+        raise InputError(source, f"{where}: {msg}" if where else msg) from None

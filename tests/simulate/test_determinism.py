@@ -35,12 +35,13 @@ def test_topology_scales_with_nodes():
     topo = sim.topology
     assert len(topo.forwarders) == 4  # 512 compute nodes per forwarder
     assert len(topo.osts) == 3 * len(topo.oss)
-    comps = topo.components_table().to_pylist()
+    site = sim.site_batch()  # the site topology file it writes, through the real loader
+    comps = site.components.to_pylist()
     kinds = {c["kind"] for c in comps}
     assert kinds == {"compute", "forwarder", "oss", "ost", "mdt", "mds", "switch", "login"}
     mdt = next(c for c in comps if c["kind"] == "mdt")
     assert mdt["parent"] == topo.mds  # the MDT is served by the MDS host, as OSTs by an OSS
-    fwd = topo.forwarding_table().to_pylist()
+    fwd = site.forwarding.to_pylist()
     assert len(fwd) == 2048 and {r["forwarder"] for r in fwd} == set(topo.forwarders)
     hosts = {h.name: h.role for h in sim.collection.hosts}
     assert hosts == {

@@ -1,9 +1,10 @@
 """The real path and the fast path give the same store.
 
 The real path renders every server's files each agent round and reads them with the real
-agent and its real sources (`lustre_oss`, `lustre_mds`, `lnet_router`, `node`,
-`infiniband`); the fast path hands the agent's arithmetic the readings those sources would
-take. Equal stores, table by table and row by row, on a small cluster with every
+agent and its real sources (`lustre_oss`, `lustre_mds`, `iofwd`, `node`, `infiniband`), and
+writes every process's client records as a tracer file read back by the real decoder; the
+fast path hands the agent's arithmetic the readings those sources would take, and the
+records directly. Equal stores, table by table and row by row, on a small cluster with every
 disturbance switched on (restarts, lost rounds, skewed clocks).
 """
 
@@ -23,6 +24,7 @@ from iolens.collect.replay import Replay
 from iolens.simulate import SimConfig, simulate
 from iolens.simulate.collection import memory_dir
 from iolens.simulate.realism import Realism
+from iolens.store import DuckDBStore
 from tests.simulate.stores import differences, load_simulation
 
 #: Disturbances far more often than the fitted ones, so a short run has each of them.
@@ -46,7 +48,22 @@ def test_both_paths_give_the_same_store(both):
     files, direct, _trees, _sim = both
     diff = differences(files, direct)
     assert diff["server_samples"][0] > 500 and diff["metrics"][0] > 10_000
-    assert {t: d for t, d in diff.items() if d[1] or d[2]} == {}
+    assert diff["client_io"][0] > 1_000 and diff["files"][0] > 100
+    # the real path's trace batches carry each process's key (`trace:<host>:<pid>:<t>`,
+    # as `iolens import trace` gives them); the fast path loads the same records unkeyed
+    traced = diff["ingested"][1]
+    assert {t: d for t, d in diff.items() if (d[1] or d[2]) and t != "ingested"} == {}
+    assert diff["ingested"][2] == 0 and traced == _processes(files)
+
+
+def _processes(path: Path) -> int:
+    """Trace-file keys in the store, and check there is one per traced process."""
+    with DuckDBStore(path, create=False) as s:
+        keys = s.query("SELECT count(*) AS n FROM ingested WHERE key LIKE 'trace:%'")
+        procs = s.query("SELECT count(DISTINCT (job_id, node, pid)) AS n FROM client_io")
+        n = keys.column("n")[0].as_py()
+        assert n == procs.column("n")[0].as_py()
+        return n
 
 
 def test_the_run_had_every_disturbance(both):

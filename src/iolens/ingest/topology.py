@@ -105,6 +105,11 @@ class Aliases(Strict):
     )
 
 
+class Switch(Strict):
+    name: str = Field(description="Leaf switch name (as the fabric knows it, e.g. ibnetdiscover)")
+    nodes: Hostlists = Field(description="Slurm hostlist(s) of the hosts cabled to it")
+
+
 class Lustre(Strict):
     fsname: str | None = Field(
         None, description="The Lustre file system name, for targets given by index"
@@ -136,6 +141,11 @@ class SiteTopology(Strict):
     login: Nodes | None = Field(None, description="Login nodes")
     service: Nodes | None = Field(None, description="Other service nodes (data movers...)")
     aliases: list[Aliases] = Field(default_factory=list, description="Other names of many hosts")
+    switches: list[Switch] = Field(
+        default_factory=list,
+        description="Leaf switches and the hosts behind them (the switch view of `iolens "
+        "load` sums their hosts' InfiniBand port counters)",
+    )
     io500: Io500Peaks | None = Field(
         None,
         description="Peaks of targets the file gives none for, from an imported IO500 run: "
@@ -344,6 +354,19 @@ def plan(topo: SiteTopology, src: str, store: Store | None = None) -> TopologyPl
         if nodes is not None:
             for host in _hostlist(b, f"{section}.nodes", nodes.nodes):
                 b.component(f"{section}.nodes", host, kind)
+    parents = {}
+    for i, sw in enumerate(topo.switches):
+        key = f"switches[{i}] ({sw.name})"
+        b.component(key, sw.name, "switch")
+        for host in _hostlist(b, f"{key}.nodes", sw.nodes):
+            if host in parents and parents[host] != sw.name:
+                raise b.fail(f"{key}.nodes", f"{host} is already behind switch {parents[host]}")
+            parents[host] = sw.name
+    for row in b.plan.components:
+        if row["component_id"] in parents and row["parent"] is None:
+            row["parent"] = parents.pop(row["component_id"])
+    for host, sw in parents.items():  # hosts named only under their switch
+        b.component("switches", host, "compute", sw)
     for i, a in enumerate(topo.aliases):
         key = f"aliases[{i}]"
         hosts = _hostlist(b, f"{key}.hosts", a.hosts)

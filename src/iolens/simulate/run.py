@@ -8,6 +8,8 @@ ingest server does.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -16,10 +18,11 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from iolens.ingest.load import load_many
 from iolens.model.batch import Batch
-from iolens.simulate.collection import PATHS, Collection
+from iolens.simulate.collection import PATHS, Collection, memory_dir
 from iolens.simulate.emit import Emitter
 from iolens.simulate.engine import THRASH_AMPLIFICATION, Engine, EngineResult, Fault
 from iolens.simulate.realism import Realism
@@ -156,18 +159,25 @@ class Simulation:
         return int(self.config.start.timestamp() * 1_000_000)
 
     def site_batch(self) -> Batch:
-        """The topology a site's file would give (components and their peaks, the
-        forwarding map): direct for now, until the simulator writes such a file."""
-        topo = self.topology
-        return Batch(
-            "simulator:topology",
-            components=topo.components_table(),
-            forwarding=topo.forwarding_table(),
-        )
+        """The topology as a site gives it: the simulator writes the site topology file
+        (`Topology.site_toml`) and loads it with `iolens site topology`'s own code."""
+        from iolens.ingest.topology import SiteTopology, plan
+        from iolens.tomlconfig import parse_toml
 
-    def client_batches(self, emitter: Emitter) -> Iterator[tuple[str, Batch]]:
-        """Client records and file layouts, as the tracer gives them (direct tables for now,
-        until they go through the tracer's file format and decoder)."""
+        text = self.topology.site_toml()
+        topo = parse_toml(text, SiteTopology, "simulated site topology")
+        return plan(topo, "simulated site topology").batch("topology:simulated")
+
+    def client_batches(
+        self, emitter: Emitter, workdir: Path | None = None
+    ) -> Iterator[tuple[str, Batch]]:
+        """Client records and file layouts, as the tracer gives them: on the real path
+        (`collect="files"`) each process's records are written in the tracer's file format
+        (`tracefile.writer`) and read back by the real decoder into the batch `iolens
+        import trace` makes of it; on the fast path, the same tables directly."""
+        if self.config.collect == "files":
+            yield from self._traced(emitter, workdir)
+            return
         pending: list[tuple[pa.Table, pa.Table]] = []
         for i, run in enumerate(self.result.jobs):
             pending.append(emitter.job_batch(i))
@@ -183,13 +193,40 @@ class Simulation:
                     Batch("simulator:tracer", files=files, client_io=client),
                 )
 
+    def _traced(self, emitter: Emitter, workdir: Path | None) -> Iterator[tuple[str, Batch]]:
+        """One trace file per process, through the real format and decoder."""
+        from iolens.tracefile import batch_of, decode
+        from iolens.tracefile.writer import process_trace, write
+
+        spool = Path(tempfile.mkdtemp(prefix="iolens-traces-", dir=workdir or memory_dir()))
+        try:
+            for i, run in enumerate(self.result.jobs):
+                files, client = emitter.job_batch(i)
+                order = pc.sort_indices(client, [("node", "ascending"), ("pid", "ascending")])
+                client = client.take(order)
+                node = client.column("node").to_numpy(zero_copy_only=False)
+                pid = client.column("pid").to_numpy()
+                cut = np.flatnonzero((node[1:] != node[:-1]) | (pid[1:] != pid[:-1])) + 1
+                for a, b in zip(np.r_[0, cut], np.r_[cut, len(node)], strict=True):
+                    trace = process_trace(
+                        client.slice(int(a), int(b - a)),
+                        files,
+                        user=run.spec.user,
+                        exe=f"/apps/{run.spec.app}/bin/{run.spec.app}",
+                    )
+                    path = write(trace, spool)
+                    yield f"job {run.spec.job_id}", batch_of(decode(path))
+                    path.unlink()
+        finally:
+            shutil.rmtree(spool, ignore_errors=True)
+
     def batches(self, workdir: Path | None = None) -> Iterator[tuple[str, Batch]]:
         """Batches in collection order: topology, scheduler, tracer, then every agent round
         of every server host (keyed `agent:<host>:<time>`, as a live agent's)."""
         emitter = Emitter(self.topology, self.result, self.base_us)
         yield "topology", self.site_batch()
         yield "scheduler", Batch("simulator:slurm", jobs=emitter.jobs_table())
-        yield from self.client_batches(emitter)
+        yield from self.client_batches(emitter, workdir)
         for batch in self.collection.batches(self.config.collect, workdir):
             yield batch.source, batch
 

@@ -6,8 +6,8 @@ The forwarding nodes are LNet routers: the compute fabric (`o2ib1`) reaches the 
 fabric (`o2ib`) through them, so a server sees each compute node by its `@o2ib1` NID and
 the login node, which sits on the storage fabric, by its `@o2ib` NID.
 
-`components_table` and `forwarding_table` are what a site's topology file will say (the
-simulator hands them to the store directly until it writes such a file).
+`site_toml` is the site topology file such a site would write (`docs/topology.md`); the
+simulation loads it with the code of `iolens site topology`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
-
-from iolens.model.schema import COMPONENTS, FORWARDING
 
 
 @dataclass(frozen=True)
@@ -86,31 +83,6 @@ class Topology:
             caps=caps or Capacities(),
         )
 
-    def components_table(self) -> pa.Table:
-        c = self.caps
-        rows: list[tuple[str, str, str | None, float | None, float | None]] = []
-        rows += [
-            (n, "compute", self.switches[self.switch_of_node[i]], c.node_bw, None)
-            for i, n in enumerate(self.compute)
-        ]
-        rows += [(f, "forwarder", None, c.forwarder_bw, c.forwarder_iops) for f in self.forwarders]
-        rows += [
-            (o, "oss", None, c.ost_bw * np.sum(self.ost_oss == i), None)
-            for i, o in enumerate(self.oss)
-        ]
-        rows += [
-            (t, "ost", self.oss[self.ost_oss[i]], c.ost_bw, c.ost_iops)
-            for i, t in enumerate(self.osts)
-        ]
-        rows += [(s, "switch", None, None, None) for s in self.switches]
-        rows += [
-            (self.mdt, "mdt", self.mds, None, c.mds_ops),
-            (self.mds, "mds", None, None, c.mds_ops),
-            (self.login, "login", None, None, None),
-        ]
-        cols = list(zip(*rows, strict=True))
-        return pa.table(dict(zip(COMPONENTS.names, cols, strict=True)), schema=COMPONENTS)
-
     def nid(self, host: str) -> str:
         """The LNet NID servers know `host` by: compute nodes on the routed compute fabric,
         everything else on the storage fabric."""
@@ -120,11 +92,43 @@ class Topology:
         servers = [self.login, self.mds, *self.oss, *self.forwarders]
         return f"10.0.{servers.index(host) // 250}.{servers.index(host) % 250 + 1}@o2ib"
 
-    def forwarding_table(self) -> pa.Table:
-        return pa.table(
-            {
-                "compute_node": self.compute,
-                "forwarder": [self.forwarders[i] for i in self.fwd_of_node],
-            },
-            schema=FORWARDING,
+    def site_toml(self) -> str:
+        """The site topology file a site with this cluster would write (`docs/topology.md`):
+        forwarders and the nodes behind them, servers and targets with their peaks, leaf
+        switches and their nodes, the login node, and every host's LNet NID."""
+        c = self.caps
+
+        def q(values: list[str]) -> str:
+            return "[" + ", ".join(f'"{v}"' for v in values) + "]"
+
+        def nodes_where(mask: np.ndarray) -> str:
+            idx = np.flatnonzero(mask)
+            return f'"cn[{idx[0]:05d}-{idx[-1]:05d}]"' if len(idx) else "[]"
+
+        out = ['[lustre]\nfsname = "lustre"\n']
+        for f, name in enumerate(self.forwarders):
+            out.append(
+                f'[[forwarders]]\nname = "{name}"\nnodes = {nodes_where(self.fwd_of_node == f)}\n'
+                f"peak_bw = {c.forwarder_bw:g}\npeak_ops = {c.forwarder_iops:g}\n"
+                f"aliases = {q([self.nid(name)])}\n"
+            )
+        for i, name in enumerate(self.oss):
+            targets = [t for t, o in zip(self.osts, self.ost_oss, strict=True) if o == i]
+            out.append(
+                f'[[oss]]\nname = "{name}"\ntargets = {q(targets)}\n'
+                f"target_peak_bw = {c.ost_bw:g}\ntarget_peak_ops = {c.ost_iops:g}\n"
+                f"aliases = {q([self.nid(name)])}\n"
+            )
+        out.append(
+            f'[[mds]]\nname = "{self.mds}"\ntargets = {q([self.mdt])}\n'
+            f"peak_ops = {c.mds_ops:g}\naliases = {q([self.nid(self.mds)])}\n"
         )
+        for s_i, name in enumerate(self.switches):
+            behind = nodes_where(self.switch_of_node == s_i)
+            out.append(f'[[switches]]\nname = "{name}"\nnodes = {behind}\n')
+        out.append(f'[login]\nnodes = "{self.login}"\n')
+        out.append(
+            f"[[aliases]]\nhosts = {q([*self.compute, self.login])}\n"
+            f"aliases = {q([self.nid(h) for h in (*self.compute, self.login)])}\n"
+        )
+        return "\n".join(out)
