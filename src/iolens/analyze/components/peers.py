@@ -74,6 +74,11 @@ class SlowThresholds:
     # (log) over a minute; a sustained gap under 4 of those (1.4x) is load imbalance as
     # often as a failing disk, and not worth an operator's night
     min_episode_slowdown: float = 1.4
+    # A target that moved this much more than its busy peers over the episode is a hot spot,
+    # not a failing one: a slow server cannot out-serve its peers, a busy one is slow
+    # because it serves more. 3x the fitted one-minute cross-OST spread of throughput
+    # (0.085 log, docs/simulator.md "Noise"): exp(0.255) = 1.3
+    hot_spot_factor: float = 1.3
     warning_factor: float = 1.5  # a shift of at least this much is `warning`, less `info`
     critical_factor: float = 4.0  # ... and of at least this much `critical`
 
@@ -215,6 +220,9 @@ def _episodes(
             noise = sh.noise[PEERS if by_peers else HISTORY]
             secs = g.seconds[ci, sl].sum()
             bw = float(g.bytes[ci, sl].sum() / secs) if secs else 0.0
+            peer_bw = _peer_bandwidth(g, rows, sh.busy, r_i, sl)
+            if by_peers and peer_bw and bw >= th.hot_spot_factor * peer_bw:
+                continue  # a hot spot: slow because it serves more than its peers
             evidence: dict[str, Any] = {
                 "summary": (
                     f"{comp} served requests {slowdown:.1f}x slower than "
@@ -247,7 +255,7 @@ def _episodes(
                     "write_factor": r(sh.write_factor, 3),
                 },
                 "bandwidth": r(bw, 0),
-                "peer_bandwidth": r(_peer_bandwidth(g, rows, sh.busy, r_i, sl), 0),
+                "peer_bandwidth": r(peer_bw, 0),
                 "peak_bw": (peaks.get(comp) or {}).get("peak_bw"),
                 "busy_minutes": int(ab.sum()),
                 "slow_requests": int(lat.requests[ci, sl][ab].sum()),
