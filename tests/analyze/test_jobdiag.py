@@ -165,7 +165,9 @@ def test_cli_interference_json(sim_db):
     planted = _planted(sim_db)
     res = run_cli("interference", planted["victim"], "--db", str(sim_db.path), "--json")
     assert res.returncode == 0, res.stderr
-    rows = json.loads(res.stdout)
+    doc = json.loads(res.stdout)
+    assert isinstance(doc["not_assessed"], list)
+    rows = doc["culprits"]
     assert rows[0]["job_id"] == planted["culprit"]
     for r in rows:
         assert {"job_id", "component", "feature", "delay_s", "start", "end", "score"} <= set(r)

@@ -40,6 +40,7 @@ in the diagnosis's `gaps`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import defaultdict
 from collections.abc import Iterable
@@ -63,6 +64,7 @@ from iolens.analyze.jobs.usage import (
     bursts,
 )
 from iolens.analyze.jobs.usage import job_rows as usage_rows
+from iolens.errors import StoreError
 from iolens.model.schema import ANOMALIES, INTERFERENCE
 from iolens.store.base import Store
 
@@ -573,6 +575,23 @@ def store_diagnosis(store: Store, diag: Diagnosis, victims: list[str], span: Spa
             store.append("anomalies", anomalies_table(diag))
     finally:
         store.unregister("_iolens_victims")
+    with contextlib.suppress(StoreError):  # a backend without `meta` (the dataset)
+        store.execute(
+            "INSERT OR REPLACE INTO meta VALUES (?, ?)", [GAPS_KEY, json.dumps(diag.gaps)]
+        )
+
+
+#: Key in the store's `meta` table: what the last interference run could not see.
+GAPS_KEY = "interference_gaps"
+
+
+def interference_gaps(store: Store) -> list[dict[str, Any]]:
+    """What the last interference analysis could not see (`Diagnosis.gaps`)."""
+    try:
+        rows = store.query("SELECT value FROM meta WHERE key = ?", [GAPS_KEY]).to_pylist()
+    except StoreError:
+        return []
+    return json.loads(rows[0]["value"]) if rows else []
 
 
 def culprits(store: Store, victim: str) -> list[dict[str, Any]]:

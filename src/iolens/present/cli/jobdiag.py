@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from iolens.present.cli import render
-from iolens.present.cli.app import DbOption, JsonOption, ensure_analyzed, open_db, out
+from iolens.present.cli.app import DbOption, JsonOption, ensure_analyzed, err, open_db, out
 
 
 def _span(row: dict[str, str | None]) -> str:
@@ -30,16 +30,19 @@ def interference(
     as_json: JsonOption = False,
 ) -> None:
     """Culprit jobs that slowed a job's I/O on shared forwarders, OSTs or the MDS."""
-    from iolens.analyze.jobs.interference import culprits
+    from iolens.analyze.jobs.interference import culprits, interference_gaps
     from iolens.store import queries
 
     with open_db(db) as store:
         queries.job(store, job_id)  # an unknown job is a one-line error
         ensure_analyzed(store)
         rows = culprits(store, job_id)
+        gaps = interference_gaps(store)
     if as_json:
-        print(render.to_json(rows))
+        print(render.to_json({"culprits": rows, "not_assessed": gaps}))
         return
+    for g in gaps:
+        err.print(f"Not assessed: {g['missing']}. {g['remedy']}")
     if not rows:
         out.print(f"No job slowed job {job_id}'s I/O enough to name it.", style="green")
         return
