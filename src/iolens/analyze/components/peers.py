@@ -68,8 +68,8 @@ class SlowThresholds:
     # 7-9 busy minutes. The faults worth an operator's time last longer (issue 17: >= 20
     # min); a 5-min fault is missed by design
     min_busy_minutes: int = 10
-    # ... and a slowdown of at least this much over the episode: servers busy at the same
-    # time differ by their share of the load, not only by health. The real LMT series
+    # ... and, against peers, a slowdown of at least this much over the episode: servers
+    # busy at the same time differ by their share of the load, not only by health. The real LMT series
     # (docs/simulator.md, "Noise") put the spread of one OST against its peers at 0.085
     # (log) over a minute; a sustained gap under 4 of those (1.4x) is load imbalance as
     # often as a failing disk, and not worth an operator's night
@@ -212,11 +212,11 @@ def _episodes(
                 continue
             ratio = sh.log_ratio[r_i, sl][ab]
             slowdown = float(np.exp(np.median(ratio)))
-            if slowdown < th.min_episode_slowdown:
-                continue
             svc = lat.value[ci, sl][ab]
             modes = sh.mode[r_i, sl][ab]
             by_peers = bool((modes == PEERS).mean() >= 0.5)
+            if by_peers and slowdown < th.min_episode_slowdown:
+                continue  # load imbalance between peers as often as a failing server
             noise = sh.noise[PEERS if by_peers else HISTORY]
             secs = g.seconds[ci, sl].sum()
             bw = float(g.bytes[ci, sl].sum() / secs) if secs else 0.0
