@@ -69,16 +69,11 @@ class SlowThresholds:
     # min); a 5-min fault is missed by design
     min_busy_minutes: int = 10
     # ... and, against peers, a slowdown of at least this much over the episode: servers
-    # busy at the same time differ by their share of the load, not only by health. The real LMT series
-    # (docs/simulator.md, "Noise") put the spread of one OST against its peers at 0.085
-    # (log) over a minute; a sustained gap under 4 of those (1.4x) is load imbalance as
-    # often as a failing disk, and not worth an operator's night
+    # busy at the same time differ by their share of the load, not only by health. The
+    # real LMT series (docs/simulator.md, "Noise") put the spread of one OST against its
+    # peers at 0.085 (log) over a minute; a sustained gap under 4 of those (1.4x) is load
+    # imbalance as often as a failing disk, and not worth an operator's night
     min_episode_slowdown: float = 1.4
-    # A target that moved this much more than its busy peers over the episode is a hot spot,
-    # not a failing one: a slow server cannot out-serve its peers, a busy one is slow
-    # because it serves more. 3x the fitted one-minute cross-OST spread of throughput
-    # (0.085 log, docs/simulator.md "Noise"): exp(0.255) = 1.3
-    hot_spot_factor: float = 1.3
     warning_factor: float = 1.5  # a shift of at least this much is `warning`, less `info`
     critical_factor: float = 4.0  # ... and of at least this much `critical`
 
@@ -158,7 +153,9 @@ def slow_episodes(
     for source in sorted({f for f in lat.field if f}):
         rows = np.array([i for i, f in enumerate(lat.field) if f == source])
         busy = lat.requests[rows] >= th.min_requests
-        sh = standardise(lat.value[rows], busy, size[rows], writes[rows], p)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            load = np.where(g.seconds[rows] > 0, data_ops[rows] / g.seconds[rows], np.nan)
+        sh = standardise(lat.value[rows], busy, size[rows], writes[rows], p, load)
         for mode, n in sh.unassessed.items():
             ctx.gap(
                 detector,
@@ -221,8 +218,6 @@ def _episodes(
             secs = g.seconds[ci, sl].sum()
             bw = float(g.bytes[ci, sl].sum() / secs) if secs else 0.0
             peer_bw = _peer_bandwidth(g, rows, sh.busy, r_i, sl)
-            if by_peers and peer_bw and bw >= th.hot_spot_factor * peer_bw:
-                continue  # a hot spot: slow because it serves more than its peers
             evidence: dict[str, Any] = {
                 "summary": (
                     f"{comp} served requests {slowdown:.1f}x slower than "
@@ -253,6 +248,7 @@ def _episodes(
                     "noise_stretch": r(noise.long_run, 3),
                     "size_elasticity": r(sh.size_elasticity, 3),
                     "write_factor": r(sh.write_factor, 3),
+                    "load_elasticity": r(sh.load_elasticity, 3),
                 },
                 "bandwidth": r(bw, 0),
                 "peer_bandwidth": r(peer_bw, 0),

@@ -115,6 +115,7 @@ class Shift:
     noise: dict[int, Noise]  # per mode
     size_elasticity: float
     write_factor: float
+    load_elasticity: float  # how latency grows with the requests a server is asked to serve
     unassessed: dict[int, int]  # busy minutes per mode left out for want of noise data
 
 
@@ -124,6 +125,7 @@ def standardise(
     bytes_per_request: np.ndarray,
     write_share: np.ndarray,
     p: ShiftParams,
+    load: np.ndarray | None = None,
 ) -> Shift:
     """Steps 1-3 of the module docstring for one group of comparable components."""
     busy = busy & np.isfinite(latency) & (latency > 0)
@@ -139,9 +141,20 @@ def standardise(
         y = np.where(busy, np.log(latency), np.nan)
         size = np.where(busy & (bytes_per_request > 0), np.log(bytes_per_request), np.nan)
     mix = np.where(busy, write_share, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = (
+            np.where(busy & (load > 0), np.log(load), np.nan)
+            if load is not None
+            else np.full(y.shape, np.nan)
+        )
 
-    b_size, b_write = _work_fit(y, size, mix, mode)
-    adjusted = y - b_size * np.nan_to_num(size - _nanmedian(size)) - b_write * np.nan_to_num(mix)
+    b_size, b_write, b_load = _work_fit(y, size, mix, mode, rate)
+    adjusted = (
+        y
+        - b_size * np.nan_to_num(size - _nanmedian(size))
+        - b_write * np.nan_to_num(mix)
+        - b_load * np.nan_to_num(rate - _nanmedian(rate))
+    )
 
     peer_ref, peers = _leave_one_out_median(np.where(mode == PEERS, adjusted, np.nan))
     raw = np.where(mode == PEERS, adjusted - peer_ref, np.where(mode == HISTORY, adjusted, np.nan))
@@ -185,6 +198,7 @@ def standardise(
         noise=noise,
         size_elasticity=b_size,
         write_factor=math.exp(b_write),
+        load_elasticity=b_load,
         unassessed=unassessed,
     )
 
@@ -207,6 +221,7 @@ def _centred(a: np.ndarray, mode: np.ndarray) -> np.ndarray:
 
 #: Bounds of the work fit (module docstring, step 1), and the least spread worth fitting.
 _SIZE_BOUNDS = (0.0, 1.0)
+_LOAD_BOUNDS = (0.0, 1.5)
 _WRITE_BOUNDS = (-math.log(8), math.log(8))
 _MIN_SPREAD = 0.05
 _MIN_FIT_POINTS = 30
@@ -214,34 +229,47 @@ _MAX_FIT_POINTS = 100_000
 
 
 def _work_fit(
-    y: np.ndarray, size: np.ndarray, mix: np.ndarray, mode: np.ndarray
-) -> tuple[float, float]:
-    """(size elasticity, log write/read cost ratio) from a Huber regression; 0 when unfit."""
+    y: np.ndarray, size: np.ndarray, mix: np.ndarray, mode: np.ndarray, rate: np.ndarray
+) -> tuple[float, float, float]:
+    """(size elasticity, log write/read cost ratio, load elasticity) from a Huber
+    regression across peers; 0 for what cannot be fitted.
+
+    The load term is what tells a hot spot from a failing server: among servers busy at
+    the same minute, one asked for more requests takes longer per request (queueing,
+    disk contention), and that part of its latency is its load, not its health; a
+    failing server is slower at its load, and a slow server in a closed loop is asked
+    *fewer* requests per second, so its part only grows."""
     from sklearn.linear_model import HuberRegressor  # import cost only when fitting
 
-    yc, sc, wc = (_centred(a, mode).ravel() for a in (y, size, mix))
+    yc, sc, wc, rc = (_centred(a, mode).ravel() for a in (y, size, mix, rate))
+    rc = np.where(np.isfinite(rc), rc, 0.0)  # no rate known: no load part
     ok = np.isfinite(yc) & np.isfinite(sc) & np.isfinite(wc)
     if ok.sum() < _MIN_FIT_POINTS:
-        return 0.0, 0.0
-    if ok.sum() > _MAX_FIT_POINTS:  # two numbers need no more: every n-th point, in order
+        return 0.0, 0.0, 0.0
+    if ok.sum() > _MAX_FIT_POINTS:  # three numbers need no more: every n-th point, in order
         keep = np.flatnonzero(ok)
         ok = np.zeros_like(ok)
         ok[keep[:: -(-keep.size // _MAX_FIT_POINTS)]] = True
+    xs = (sc[ok], wc[ok], rc[ok])
     columns = [
         i
-        for i, x in enumerate((sc[ok], wc[ok]))
+        for i, x in enumerate(xs)
         if 1.4826 * float(np.median(np.abs(x - np.median(x)))) >= _MIN_SPREAD
     ]
     if not columns:
-        return 0.0, 0.0
-    x = np.column_stack([(sc, wc)[i][ok] for i in columns])
+        return 0.0, 0.0, 0.0
+    x = np.column_stack([xs[i] for i in columns])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence chatter: the bounds below keep it sane
         coef = HuberRegressor(fit_intercept=False, alpha=0.0, max_iter=200).fit(x, yc[ok]).coef_
-    out = [0.0, 0.0]
+    out = [0.0, 0.0, 0.0]
     for i, c in zip(columns, coef, strict=True):
         out[i] = float(c)
-    return float(np.clip(out[0], *_SIZE_BOUNDS)), float(np.clip(out[1], *_WRITE_BOUNDS))
+    return (
+        float(np.clip(out[0], *_SIZE_BOUNDS)),
+        float(np.clip(out[1], *_WRITE_BOUNDS)),
+        float(np.clip(out[2], *_LOAD_BOUNDS)),
+    )
 
 
 def _leave_one_out_median(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
