@@ -1,24 +1,25 @@
-"""The mini cluster's storage server, measured from the kernel and sent as server samples.
+"""The mini cluster's storage server, measured from the kernel and sent as a Lustre OSS would.
 
 iolens's interference analysis (Beacon 4.1, `analyze/jobs/interference.py`) works from
-what storage servers report: each job's requests on its I/O forwarding node and OSTs
-(Lustre jobstats, forwarder request logs) and each server's load (busy threads, queue).
-The mini cluster has no Lustre and no forwarders; its nodes share one kernel and one disk,
-far faster than the jobs. So `minicluster.sh` (MC_IO_BPS) puts every slurmd, and with it
-every job, in one blkio cgroup whose bandwidth is throttled: that cgroup is the cluster's
-one storage server, with a real, finite capacity that concurrent jobs really share. This
-module is that server's agent, from real counters:
+what real Lustre servers report: per OST and job, requests, bytes and the mean time the
+target spent handling one request (`job_stats` `[usecs]`); per OST, the same over all
+requests (`obdfilter.*.stats`); per OSS, the mean time a request waited for a service
+thread (`ost/OSS/ost_io/stats` `req_waittime`). The mini cluster has no Lustre; its nodes
+share one kernel and one disk, far faster than the jobs. So `minicluster.sh` (MC_IO_BPS)
+puts every slurmd, and with it every job, in one blkio cgroup whose bandwidth is
+throttled: that cgroup is the cluster's one storage server (`mc-oss0` with one target
+`mc-OST0000`), with a real, finite capacity that concurrent jobs really share. This module
+is that server's agent, measuring the same quantities from real counters:
 
-* it serves as the forwarding node `mc-fwd0` of every compute node and as `mc-OST0000`;
-* per-job rows (what jobstats would give): each job's processes, found by `SLURM_JOB_ID`
-  in `/proc/PID/environ`; their bytes from `/proc/PID/io` (`read_bytes`/`write_bytes`:
-  what reached the block layer, so direct I/O, not page-cache hits) and requests
-  (`syscr`/`syscw` of the processes that moved bytes);
-* component totals: the same bytes and requests summed, and the load, sampled 20 times a
-  second: a thread of a job in uninterruptible sleep (state D) is a request the server
-  holds, waiting in the throttle or on the disk. `active_threads` is the share of samples
-  with at least one (the server is one "thread": the throttle serves one stream at full
-  rate), `queue_len` the mean number beyond it.
+* each job's processes, found by `SLURM_JOB_ID` in `/proc/PID/environ`; their bytes from
+  `/proc/PID/io` (`read_bytes`/`write_bytes`: what reached the block layer, so direct I/O,
+  not page-cache hits) and requests (`syscr`/`syscw` of the processes that moved bytes);
+* sampled 20 times a second, the threads of each job in uninterruptible sleep (state D):
+  requests the server holds, waiting in the throttle or being served. The server is busy
+  while any is; its busy time, split between the jobs by the bytes they moved, is each
+  job's handling time (`service_us` x requests), as a Lustre OST accounts the time its
+  threads spent on a job's requests. The blocked thread-time beyond the busy time is
+  time requests queued (`wait_us` of the OSS, per request).
 
 Everything goes through the normal ingest API (`POST /ingest`), as an agent's batches do.
 """
@@ -35,11 +36,10 @@ from pathlib import Path
 import pyarrow as pa
 
 from iolens.model.batch import Batch
-from iolens.model.schema import COMPONENTS, FORWARDING, SERVER_SAMPLES
+from iolens.model.schema import COMPONENTS, SERVER_SAMPLES
 from iolens.ship import wire
 from iolens.ship.transport import HttpTransport
 
-FWD = "mc-fwd0"
 OST = "mc-OST0000"
 OSS = "mc-oss0"
 LOAD_HZ = 20
@@ -120,8 +120,6 @@ class DiskFeed:
     def topology(self) -> Batch:
         peak_ops = self.peak_bw / self.request
         comps = [
-            {"component_id": FWD, "kind": "forwarder", "parent": None,
-             "peak_bw": self.peak_bw, "peak_ops": peak_ops},
             {"component_id": OSS, "kind": "oss", "parent": None,
              "peak_bw": self.peak_bw, "peak_ops": peak_ops},
             {"component_id": OST, "kind": "ost", "parent": OSS,
@@ -133,9 +131,6 @@ class DiskFeed:
             source="minicluster-diskfeed",
             key=f"diskfeed:topology:{self.peak_bw:.0f}:{','.join(self.nodes)}",
             components=pa.Table.from_pylist(comps, schema=COMPONENTS),
-            forwarding=pa.Table.from_pylist(
-                [{"compute_node": n, "forwarder": FWD} for n in self.nodes], schema=FORWARDING
-            ),
         )
 
     # -- sampling ------------------------------------------------------------------------
@@ -173,47 +168,59 @@ class DiskFeed:
     def _run(self) -> None:
         last_t = time.time()
         self._jobs()
-        busy = blocked = samples = 0
+        busy = samples = 0
+        blocked: dict[str, int] = {}
         while not self._stop.is_set():
-            pids = [pid for pid, _ in self._procs]
-            n = sum(_blocked(pid) for pid in pids)
+            n = 0
+            for pid, job in [(pid, j) for (pid, _), (j, _) in self._procs.items()]:
+                k = _blocked(pid)
+                if k:
+                    blocked[job] = blocked.get(job, 0) + k
+                    n += k
             busy += n > 0
-            blocked += n
             samples += 1
             time.sleep(1.0 / LOAD_HZ)
             now_t = time.time()
             if now_t - last_t < self.interval:
                 continue
+            dt = now_t - last_t
             jobs = self._jobs()
+            held = {j: k / samples * dt for j, k in blocked.items()}  # thread-seconds
             try:
-                self._send(
-                    self.sample(now_t, now_t - last_t, busy / samples, blocked / samples, jobs)
-                )
+                self._send(self.sample(now_t, dt, busy / samples * dt, held, jobs))
             except Exception as exc:  # keep sampling; the test reports what failed
                 self.errors.append(str(exc))
-            last_t, busy, blocked, samples = now_t, 0, 0, 0
+            last_t, busy, samples, blocked = now_t, 0, 0, {}
 
     def sample(
-        self, t: float, dt: float, busy: float, outstanding: float, jobs: dict[str, list[int]]
-    ) -> Batch:
+        self, t: float, dt: float, busy_s: float, held: dict[str, float],
+        jobs: dict[str, list[int]],
+    ) -> Batch:  # fmt: skip
+        """One interval as the OSS's jobstats, target and service stats would give it:
+        `busy_s` the seconds the server was busy, `held` each job's blocked thread-seconds."""
         ts = datetime.fromtimestamp(t, UTC).replace(tzinfo=None)
-        total = [sum(v[i] for v in jobs.values()) for i in range(4)]
+        moving = {j: v for j, v in jobs.items() if v[0] or v[1]}
+        total = [sum(v[i] for v in moving.values()) for i in range(4)]
+        ops, nbytes = total[2] + total[3], total[0] + total[1]
+        base = {"ts": ts, "interval_s": dt, "md_ops": 0, "wait_us": None, "service_us": None,
+                "queue_len": None, "active_threads": None}  # fmt: skip
         rows = []
-        for kind, comp in (("forwarder", FWD), ("ost", OST)):
-            rows.append(
-                {"ts": ts, "interval_s": dt, "kind": kind, "component_id": comp, "job_id": None,
-                 "read_bytes": total[0], "write_bytes": total[1], "read_ops": total[2],
-                 "write_ops": total[3], "md_ops": 0, "wait_us": None, "service_us": None,
-                 "queue_len": max(0.0, outstanding - 1.0), "active_threads": min(1.0, busy)}
-            )  # fmt: skip
-            for job, (rb, wb, rops, wops) in jobs.items():
-                if rb or wb:
-                    rows.append(
-                        {"ts": ts, "interval_s": dt, "kind": kind, "component_id": comp,
-                         "job_id": job, "read_bytes": rb, "write_bytes": wb, "read_ops": rops,
-                         "write_ops": wops, "md_ops": 0, "wait_us": None, "service_us": None,
-                         "queue_len": None, "active_threads": None}
-                    )  # fmt: skip
+        if ops:
+            waited = sum(held.get(j, 0.0) for j in moving) - busy_s
+            rows.append({**base, "kind": "ost", "component_id": OST, "job_id": None,
+                         "read_bytes": total[0], "write_bytes": total[1],
+                         "read_ops": total[2], "write_ops": total[3],
+                         "service_us": busy_s * 1e6 / ops})  # fmt: skip
+            rows.append({**base, "kind": "oss", "component_id": OSS, "job_id": None,
+                         "read_ops": total[2], "write_ops": total[3],
+                         "wait_us": max(0.0, waited) * 1e6 / ops})  # fmt: skip
+        for job, (rb, wb, rops, wops) in moving.items():
+            share = busy_s * (rb + wb) / max(nbytes, 1)
+            rows.append({**base, "kind": "ost", "component_id": OST, "job_id": job,
+                         "read_bytes": rb, "write_bytes": wb, "read_ops": rops,
+                         "write_ops": wops,
+                         "service_us": share * 1e6 / rops_wops if (rops_wops := rops + wops)
+                         else None})  # fmt: skip
         return Batch(
             source="minicluster-diskfeed",
             key=f"diskfeed:{t:.6f}",
