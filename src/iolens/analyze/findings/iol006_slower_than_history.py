@@ -7,6 +7,16 @@ from iolens.analyze.jobreport import JobReport
 from iolens.model.finding import Finding
 
 
+#: What a user can do about a neighbour, by the kind of server they shared.
+_AVOID = {
+    "forwarder": "ask the site to place your jobs behind other forwarders than its",
+    "ost": "stripe your files over other OSTs (`lfs setstripe` with `-o` or another pool), "
+    "or run the I/O phases at another time",
+    "mdt": "run the metadata-heavy phases at another time, or ask the site for another MDT",
+    "": "run the I/O phases at another time, or ask the site to keep the jobs apart",
+}
+
+
 class SlowerThanHistory(JobRule):
     """I/O phases unlike every earlier run of the same application at the same scale.
 
@@ -36,7 +46,8 @@ class SlowerThanHistory(JobRule):
             advice = (
                 f"job {top['job_id']} ({top['feature']}) cost this job about "
                 f"{top['delay_s']:.0f} s of I/O on {top['component']}; see "
-                f"`iolens interference {report.job_id}` and avoid sharing forwarders with it."
+                f"`iolens interference {report.job_id}` and "
+                f"{_AVOID.get(top.get('component_kind') or '', _AVOID[''])}."
             )
         else:
             advice = (

@@ -597,15 +597,18 @@ def interference_gaps(store: Store) -> list[dict[str, Any]]:
 def culprits(store: Store, victim: str) -> list[dict[str, Any]]:
     """Stored culprits of one job, surest first (one entry per culprit and component)."""
     rows = store.query(
-        'SELECT culprit, component_id, feature, delay_s, "start", "end", score, evidence '
-        "FROM interference WHERE victim = ? "
-        "ORDER BY score DESC NULLS LAST, culprit, delay_s DESC, component_id",
+        'SELECT i.culprit, i.component_id, i.feature, i.delay_s, i."start", i."end", i.score, '
+        "i.evidence, c.kind AS component_kind FROM interference i LEFT JOIN "
+        "(SELECT component_id, any_value(kind) AS kind FROM components GROUP BY ALL) c "
+        "USING (component_id) WHERE i.victim = ? "
+        "ORDER BY i.score DESC NULLS LAST, i.culprit, i.delay_s DESC, i.component_id",
         [victim],
     ).to_pylist()
     return [
         {
             "job_id": r["culprit"],
             "component": r["component_id"],
+            "component_kind": r["component_kind"],
             "feature": r["feature"],
             "delay_s": r["delay_s"],
             "start": r["start"].isoformat() + "Z" if r["start"] else None,
