@@ -6,7 +6,6 @@ from iolens.analyze.findings.base import JobRule
 from iolens.analyze.jobreport import JobReport
 from iolens.model.finding import Finding
 
-
 #: What a user can do about a neighbour, by the kind of server they shared.
 _AVOID = {
     "forwarder": "ask the site to place your jobs behind other forwarders than its",
