@@ -283,10 +283,10 @@ def load_token_file(path: Path | None) -> set[str]:
     try:
         lines = path.read_text().splitlines()
     except OSError as exc:
-        raise InputError(f"{path}: cannot read the metrics token file: {exc.strerror}") from None
+        raise InputError(str(path), f"metrics token file: {exc.strerror}") from None
     tokens = {t.strip() for t in lines if t.strip() and not t.lstrip().startswith("#")}
     if not tokens:
-        raise InputError(f"{path}: no token in the metrics token file")
+        raise InputError(str(path), "no token in the metrics token file")
     return tokens
 
 
