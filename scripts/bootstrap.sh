@@ -3,7 +3,7 @@
 #   bash scripts/bootstrap.sh          runtime install (pip install .)
 #   bash scripts/bootstrap.sh --test   editable install with the test tools
 # System packages (python3-venv, a C compiler for the tracer; with --test, chromium for the
-# web UI's browser tests and prometheus for the exporter's scrape test) are installed with apt when missing and we are root or have sudo;
+# web UI's browser tests) are installed with apt when missing and we are root or have sudo;
 # everything else comes from PyPI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
