@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from contextlib import contextmanager
 from datetime import timedelta
 
@@ -150,3 +152,10 @@ def test_a_failing_store_says_so_and_exports_no_stale_values(path):
     got = scrape(collector)
     assert got["iolens_site_scrape_success"] == {(): 0.0}
     assert got["iolens_component_read_bytes_per_second"] == {}
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian: prometheus) absent")
+def test_promtool_finds_nothing_to_lint(path):
+    text = exposition(site_registry(SiteCollector(Reader(path))))
+    res = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True)
+    assert res.returncode == 0 and not res.stdout.strip(), res.stdout + res.stderr
