@@ -19,9 +19,9 @@ A snapshot is that, for every forwarder, OST, MDT, OSS and MDS:
   `UNTAGGED`, so the number of series stays bounded whatever the site runs.
 - component anomaly episodes open, or ended within `recent_s` of the newest sample.
 
-Cost: one scan of the recent part of `server_samples` (the time filter prunes DuckDB row
-groups and Parquet files; `hint` carries the last newest time so even finding the newest
-sample skips history), one scan of `anomalies`, and key lookups in `meta` and `jobs`.
+Cost: the newest sample time (`hint`, the last snapshot's, lets that skip history), one
+scan of the recent part of `server_samples` (a constant time bound prunes DuckDB row groups
+and Parquet files), one scan of `anomalies`, and key lookups in `meta` and `jobs`.
 """
 
 from __future__ import annotations
@@ -42,23 +42,28 @@ UNTAGGED = "_untagged"
 
 _EPOCH = datetime(1970, 1, 1)
 
-_SAMPLES_SQL = """
-WITH newest AS (
-    SELECT max(ts) AS t FROM server_samples
-    WHERE ts >= ? AND kind IN ({kinds}) AND interval_s > 0),
-recent AS (
-    SELECT s.* FROM server_samples s, newest
-    WHERE s.ts >= ? AND s.ts > newest.t - to_microseconds(?)
-      AND s.kind IN ({kinds}) AND s.interval_s > 0),
+_KINDS_SQL = ", ".join(f"'{k}'" for k in KINDS)
+
+_NEWEST_SQL = f"""
+SELECT max(ts) AS t FROM server_samples
+WHERE ts >= ? AND kind IN ({_KINDS_SQL}) AND interval_s > 0
+"""
+
+# The time bound is a constant, so DuckDB's zone maps (and a dataset's file pruning) skip
+# older data; computed inside the statement it would scan every row.
+_SAMPLES_SQL = f"""
+WITH recent AS (
+    SELECT * FROM server_samples
+    WHERE ts > ? AND kind IN ({_KINDS_SQL}) AND interval_s > 0),
 latest AS (
     SELECT kind, component_id, max(ts) AS ts FROM recent GROUP BY ALL)
 SELECT r.kind, r.component_id, r.job_id, r.ts, r.interval_s, r.read_bytes, r.write_bytes,
        r.read_ops, r.write_ops, r.md_ops, r.wait_us, r.service_us, r.queue_len,
-       r.active_threads, c.peak_bw, c.peak_ops, j."user", (SELECT t FROM newest) AS newest
+       r.active_threads, c.peak_bw, c.peak_ops, j."user"
 FROM recent r JOIN latest USING (kind, component_id, ts)
 LEFT JOIN components c ON c.component_id = r.component_id
 LEFT JOIN jobs j ON j.job_id = r.job_id
-""".format(kinds=", ".join(f"'{k}'" for k in KINDS))
+"""
 
 _ANOMALIES_SQL = """
 SELECT kind, component_kind, component_id, severity, count(*) AS episodes
@@ -206,11 +211,13 @@ def snapshot(
 ) -> Snapshot:
     """The monitored state at the newest sample; `hint`: a time at or before the newest
     sample (the last snapshot's `newest`), so finding it skips older data."""
-    since = (hint - timedelta(seconds=max_age_s)) if hint else _EPOCH
-    rows = store.query(_SAMPLES_SQL, [since, since, int(max_age_s * 1e6)]).to_pylist()
-    if not rows and hint is not None:  # the hint was wrong (data deleted): look again
-        return snapshot(store, max_age_s=max_age_s, recent_s=recent_s, top_jobs=top_jobs)
-    snap = Snapshot(newest=rows[0]["newest"] if rows else None)
+    newest = store.query(_NEWEST_SQL, [hint or _EPOCH]).column("t")[0].as_py()
+    if newest is None and hint is not None:  # the hint was wrong (data deleted): look again
+        newest = store.query(_NEWEST_SQL, [_EPOCH]).column("t")[0].as_py()
+    rows = []
+    if newest is not None:
+        rows = store.query(_SAMPLES_SQL, [newest - timedelta(seconds=max_age_s)]).to_pylist()
+    snap = Snapshot(newest=newest)
     scheme = job_scheme(store)
     jobs: dict[str, JobNow] = {}
     untagged = JobNow(UNTAGGED)
