@@ -6,6 +6,7 @@ import shutil
 import subprocess
 from contextlib import contextmanager
 from datetime import timedelta
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -159,3 +160,13 @@ def test_promtool_finds_nothing_to_lint(path):
     text = exposition(site_registry(SiteCollector(Reader(path))))
     res = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True)
     assert res.returncode == 0 and not res.stdout.strip(), res.stdout + res.stderr
+
+
+def test_every_metric_and_setting_is_documented():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "monitoring.md").read_text()
+    for spec in METRICS:
+        row = next((line for line in doc.splitlines() if line.startswith(f"| `{spec.name}`")), "")
+        assert row, f"{spec.name} has no row in docs/monitoring.md"
+        assert row.split("|")[2].strip() == ", ".join(spec.labels), spec.name
+    for name in MetricsConfig.model_fields:
+        assert f"| `{name}` |" in doc, f"[web.metrics] {name} is not documented"
