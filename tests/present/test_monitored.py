@@ -104,3 +104,10 @@ def test_an_empty_store_exports_nothing(tmp_path):
         snap = snapshot(s)
     assert snap.newest is None and snap.components == [] and snap.jobs_busy == 0
     assert [j.job_id for j in snap.jobs] == [OTHER_JOBS, UNTAGGED]
+
+
+def test_until_gives_the_state_as_it_stood_then(store):
+    snap = snapshot(store, until=T - timedelta(seconds=5))
+    assert snap.newest == T - timedelta(seconds=5)  # the OSS sample
+    ost = next(c for c in snap.components if c.component_id == "fs-OST0000")
+    assert ost.read_bps == pytest.approx(99.9 * MIB)  # the earlier round, now the latest

@@ -41,12 +41,13 @@ OTHER_JOBS = "_other"
 UNTAGGED = "_untagged"
 
 _EPOCH = datetime(1970, 1, 1)
+_END = datetime(9999, 1, 1)
 
 _KINDS_SQL = ", ".join(f"'{k}'" for k in KINDS)
 
 _NEWEST_SQL = f"""
 SELECT max(ts) AS t FROM server_samples
-WHERE ts >= ? AND kind IN ({_KINDS_SQL}) AND interval_s > 0
+WHERE ts >= ? AND ts <= ? AND kind IN ({_KINDS_SQL}) AND interval_s > 0
 """
 
 # The time bound is a constant, so DuckDB's zone maps (and a dataset's file pruning) skip
@@ -54,7 +55,7 @@ WHERE ts >= ? AND kind IN ({_KINDS_SQL}) AND interval_s > 0
 _SAMPLES_SQL = f"""
 WITH recent AS (
     SELECT * FROM server_samples
-    WHERE ts > ? AND kind IN ({_KINDS_SQL}) AND interval_s > 0),
+    WHERE ts > ? AND ts <= ? AND kind IN ({_KINDS_SQL}) AND interval_s > 0),
 latest AS (
     SELECT kind, component_id, max(ts) AS ts FROM recent GROUP BY ALL)
 SELECT r.kind, r.component_id, r.job_id, r.ts, r.interval_s, r.read_bytes, r.write_bytes,
@@ -208,15 +209,19 @@ def snapshot(
     recent_s: float = 900.0,
     top_jobs: int = 20,
     hint: datetime | None = None,
+    until: datetime | None = None,
 ) -> Snapshot:
     """The monitored state at the newest sample; `hint`: a time at or before the newest
-    sample (the last snapshot's `newest`), so finding it skips older data."""
-    newest = store.query(_NEWEST_SQL, [hint or _EPOCH]).column("t")[0].as_py()
+    sample (the last snapshot's `newest`), so finding it skips older data; `until`: the
+    state as it stood then (samples after it ignored), for replays and tests."""
+    end = until or _END
+    newest = store.query(_NEWEST_SQL, [hint or _EPOCH, end]).column("t")[0].as_py()
     if newest is None and hint is not None:  # the hint was wrong (data deleted): look again
-        newest = store.query(_NEWEST_SQL, [_EPOCH]).column("t")[0].as_py()
+        newest = store.query(_NEWEST_SQL, [_EPOCH, end]).column("t")[0].as_py()
     rows = []
     if newest is not None:
-        rows = store.query(_SAMPLES_SQL, [newest - timedelta(seconds=max_age_s)]).to_pylist()
+        since = newest - timedelta(seconds=max_age_s)
+        rows = store.query(_SAMPLES_SQL, [since, newest]).to_pylist()
     snap = Snapshot(newest=newest)
     scheme = job_scheme(store)
     jobs: dict[str, JobNow] = {}
