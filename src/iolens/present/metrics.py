@@ -182,6 +182,16 @@ def families(snap: Snapshot) -> list[GaugeMetricFamily]:
 Reader = Callable[[], AbstractContextManager[Store]]
 
 
+@dataclass(frozen=True)
+class _Read:
+    """One read of the store: the snapshot and how the read went."""
+
+    snap: Snapshot
+    ok: bool
+    took_s: float
+    at: float  # time.monotonic() when read
+
+
 class SiteCollector(Collector):
     """Reads the store at scrape time, at most once per `cache_s`."""
 
@@ -189,47 +199,44 @@ class SiteCollector(Collector):
         self.reader = reader
         self.config = config or MetricsConfig()
         self._lock = threading.Lock()
-        self._snap: Snapshot | None = None
+        self._last: _Read | None = None
         self._hint: datetime | None = None
-        self._at = -float("inf")
-        self._ok = True
-        self._took = 0.0
 
-    def current(self) -> Snapshot:
-        """The cached snapshot, refreshed when older than `cache_s`; on a store error an
-        empty one and `iolens_site_scrape_success` 0 (never stale values as current)."""
+    def current(self) -> _Read:
+        """The cached read, redone when older than `cache_s`; on a store error an empty
+        snapshot and `ok` False (never stale values as current)."""
         with self._lock:
-            if time.monotonic() - self._at < self.config.cache_s and self._snap is not None:
-                return self._snap
+            last = self._last
+            if last is not None and time.monotonic() - last.at < self.config.cache_s:
+                return last
             t0 = time.perf_counter()
             cfg = self.config
             try:
                 with self.reader() as store:
-                    self._snap = snapshot(
+                    snap = snapshot(
                         store,
                         max_age_s=cfg.max_age_s,
                         recent_s=cfg.recent_s,
                         top_jobs=cfg.top_jobs,
                         hint=self._hint,
                     )
-                self._hint = self._snap.newest or self._hint
-                self._ok = True
+                self._hint = snap.newest or self._hint
+                ok = True
             except Exception as exc:  # the store's trouble must not break the scrape
-                if self._ok:
+                if last is None or last.ok:
                     log.warning("reading the store for /metrics/site failed: %s", exc)
-                self._ok = False
-                self._snap = Snapshot()
-            self._took = time.perf_counter() - t0
-            self._at = time.monotonic()
-            return self._snap
+                snap, ok = Snapshot(), False
+            self._last = _Read(snap, ok, time.perf_counter() - t0, time.monotonic())
+            return self._last
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        fams = families(self.current())
+        read = self.current()
+        fams = families(read.snap)
         for f in fams:
             if f.name == "iolens_site_scrape_duration_seconds":
-                f.add_metric([], self._took)
+                f.add_metric([], read.took_s)
             elif f.name == "iolens_site_scrape_success":
-                f.add_metric([], 1.0 if self._ok else 0.0)
+                f.add_metric([], 1.0 if read.ok else 0.0)
         yield from fams
 
 
