@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -170,3 +171,11 @@ def test_every_metric_and_setting_is_documented():
         assert row.split("|")[2].strip() == ", ".join(spec.labels), spec.name
     for name in MetricsConfig.model_fields:
         assert f"| `{name}` |" in doc, f"[web.metrics] {name} is not documented"
+
+
+def test_concurrent_scrapes_read_the_store_once(path):
+    reader = Reader(path)
+    registry = site_registry(SiteCollector(reader, MetricsConfig(cache_s=60)))
+    with ThreadPoolExecutor(8) as pool:
+        texts = list(pool.map(lambda _: exposition(registry), range(16)))
+    assert reader.reads == 1 and len(set(texts)) == 1
