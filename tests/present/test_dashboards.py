@@ -145,3 +145,44 @@ def test_every_expression_is_valid_promql(tmp_path: Path):
         ["promtool", "check", "rules", str(rule_file)], capture_output=True, text=True
     )
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+RULES = ROOT / "deploy" / "prometheus" / "iolens-alerts.yml"
+
+
+def _rule_exprs(text: str) -> list[str]:
+    """The `expr:` of each rule: one line, or a folded `>` block (the file's two forms)."""
+    out, lines = [], text.splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"(\s*)expr:\s*(.*)$", line)
+        if not m:
+            continue
+        if m[2].strip() != ">":
+            out.append(m[2].strip())
+            continue
+        block = []
+        for cont in lines[i + 1 :]:
+            if len(cont) - len(cont.lstrip()) <= len(m[1]):
+                break
+            block.append(cont.strip())
+        out.append(" ".join(block))
+    return out
+
+
+def test_alert_rules_ask_for_exported_metrics_and_labels():
+    exprs = _rule_exprs(RULES.read_text())
+    assert len(exprs) == RULES.read_text().count("- alert:") >= 3
+    for expr in exprs:
+        names, selectors, _ = parse(expr)
+        assert names and names <= SPECS.keys(), expr
+        for name, labels in selectors:
+            assert labels <= set(SPECS[name].labels) | TARGET_LABELS, expr
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian: prometheus) absent")
+def test_alert_rules_pass_promtool():
+    res = subprocess.run(["promtool", "check", "rules", str(RULES)], capture_output=True, text=True)
+    n = RULES.read_text().count("- alert:")
+    assert res.returncode == 0 and f"SUCCESS: {n} rules found" in res.stdout, (
+        res.stdout + res.stderr
+    )
