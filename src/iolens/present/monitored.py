@@ -19,9 +19,10 @@ A snapshot is that, for every forwarder, OST, MDT, OSS and MDS:
   `UNTAGGED`, so the number of series stays bounded whatever the site runs.
 - component anomaly episodes open, or ended within `recent_s` of the newest sample.
 
-Cost: the newest sample time (`hint`, the last snapshot's, lets that skip history), one
-scan of the recent part of `server_samples` (a constant time bound prunes DuckDB row groups
-and Parquet files), one scan of `anomalies`, and key lookups in `meta` and `jobs`.
+Cost: one statement over the recent part of `server_samples` (a constant time bound, the
+last snapshot's newest time as `hint`, prunes DuckDB row groups and Parquet files; only the
+first snapshot looks for the newest sample first), one over `anomalies`, and key lookups
+in `meta` (the site's job-id formats) and, rarely, `jobs`.
 """
 
 from __future__ import annotations
@@ -50,17 +51,21 @@ SELECT max(ts) AS t FROM server_samples
 WHERE ts >= ? AND ts <= ? AND kind IN ({_KINDS_SQL}) AND interval_s > 0
 """
 
-# The time bound is a constant, so DuckDB's zone maps (and a dataset's file pruning) skip
-# older data; computed inside the statement it would scan every row.
+# The scan's time bounds are constants, so DuckDB's zone maps (and a dataset's file pruning)
+# skip older data; a bound computed inside the statement would scan every row. Within the
+# scan, rows older than `max_age_s` before its newest row are dropped.
 _SAMPLES_SQL = f"""
-WITH recent AS (
+WITH scan AS (
     SELECT * FROM server_samples
     WHERE ts > ? AND ts <= ? AND kind IN ({_KINDS_SQL}) AND interval_s > 0),
+newest AS (SELECT max(ts) AS t FROM scan),
+recent AS (
+    SELECT scan.* FROM scan, newest WHERE scan.ts > newest.t - to_microseconds(?)),
 latest AS (
     SELECT kind, component_id, max(ts) AS ts FROM recent GROUP BY ALL)
 SELECT r.kind, r.component_id, r.job_id, r.ts, r.interval_s, r.read_bytes, r.write_bytes,
        r.read_ops, r.write_ops, r.md_ops, r.wait_us, r.service_us, r.queue_len,
-       r.active_threads, c.peak_bw, c.peak_ops, j."user"
+       r.active_threads, c.peak_bw, c.peak_ops, j."user", (SELECT t FROM newest) AS newest
 FROM recent r JOIN latest USING (kind, component_id, ts)
 LEFT JOIN components c ON c.component_id = r.component_id
 LEFT JOIN jobs j ON j.job_id = r.job_id
@@ -214,14 +219,16 @@ def snapshot(
     """The monitored state at the newest sample; `hint`: a time at or before the newest
     sample (the last snapshot's `newest`), so finding it skips older data; `until`: the
     state as it stood then (samples after it ignored), for replays and tests."""
-    end = until or _END
-    newest = store.query(_NEWEST_SQL, [hint or _EPOCH, end]).column("t")[0].as_py()
-    if newest is None and hint is not None:  # the hint was wrong (data deleted): look again
-        newest = store.query(_NEWEST_SQL, [_EPOCH, end]).column("t")[0].as_py()
+    end, age = until or _END, timedelta(seconds=max_age_s)
+    max_age_us = int(max_age_s * 1e6)
     rows = []
-    if newest is not None:
-        since = newest - timedelta(seconds=max_age_s)
-        rows = store.query(_SAMPLES_SQL, [since, newest]).to_pylist()
+    if hint is not None and hint <= end:  # one statement: scan from the hint on
+        rows = store.query(_SAMPLES_SQL, [hint - age, end, max_age_us]).to_pylist()
+    if not rows:  # first snapshot, or the hint was wrong (data deleted): find the newest
+        newest = store.query(_NEWEST_SQL, [_EPOCH, end]).column("t")[0].as_py()
+        if newest is not None:
+            rows = store.query(_SAMPLES_SQL, [newest - age, newest, max_age_us]).to_pylist()
+    newest = rows[0]["newest"] if rows else None
     snap = Snapshot(newest=newest)
     scheme = job_scheme(store)
     jobs: dict[str, JobNow] = {}
