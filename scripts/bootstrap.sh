@@ -18,6 +18,8 @@ command -v make >/dev/null 2>&1 || need+=(make)
 # The web UI's browser tests drive Debian's headless Chromium (never a downloaded browser).
 if [ "$mode" = test ]; then
     command -v chromium >/dev/null 2>&1 || need+=(chromium)
+    # A real Prometheus scrapes `iolens serve` in tests/e2e/test_prometheus.py.
+    command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 fi
 if [ "${#need[@]}" -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi

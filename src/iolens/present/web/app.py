@@ -21,7 +21,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from iolens.ingest.http import IngestService
 from iolens.ingest.http import router as ingest_router
 from iolens.present import api
-from iolens.present.web import pages, rest, scope
+from iolens.present.web import pages, rest, scope, site_metrics
 from iolens.present.web.accounts import Accounts, session_secret
 from iolens.present.web.auth import (
     Authenticator,
@@ -30,6 +30,7 @@ from iolens.present.web.auth import (
     Principal,
     WebConfig,
     authorize,
+    load_token_file,
     set_session,
 )
 from iolens.present.web.cache import PlotCache
@@ -188,7 +189,8 @@ def create_app(
             "Every endpoint but /healthz, /metrics, /login and /static needs a caller: "
             "`Authorization: Bearer TOKEN` (an `iolens user add` token, or an agent token for "
             "ingest and /api/v1) or the session cookie of the web UI. Users see their own "
-            "jobs only; /api/admin needs an admin."
+            "jobs only; /api/admin needs an admin; /metrics/site an admin or a metrics "
+            "token (docs/monitoring.md)."
         ),
         docs_url=None,
         redoc_url=None,
@@ -199,7 +201,9 @@ def create_app(
     with service.lock:
         secret = session_secret(store)
     accounts = Accounts(store, service.lock, readers.reader)
-    auth = Authenticator(accounts, secret, set(service.tokens), config or WebConfig())
+    config = config or WebConfig()
+    scrapers = load_token_file(config.metrics.token_file)
+    auth = Authenticator(accounts, secret, set(service.tokens), config, scrapers)
     app.state.auth = auth
     web = Web(service, readers, PlotCache(), environment(), auth)
     app.state.web = web
@@ -208,6 +212,7 @@ def create_app(
     gate = [Depends(authorize)]
     app.include_router(ingest_router(service), dependencies=gate)
     app.include_router(api.router(service, readers), dependencies=gate)
+    app.include_router(site_metrics.router(readers, config.metrics), dependencies=gate)
     app.include_router(rest.router(web), dependencies=gate)
     app.include_router(pages.router(web), dependencies=gate)
     app.include_router(docs_router(app, web), dependencies=gate)

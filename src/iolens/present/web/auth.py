@@ -16,6 +16,8 @@ then applies the route's policy, decided by its path (secure by default: a route
 listed needs a logged-in user):
 
 - public: `/login`, `/healthz`, `/metrics` (process counters, no job data), `/static/...`
+- `/metrics/site` (the monitored state, `iolens.present.metrics`): admins, or a metrics
+  token (`[web.metrics] token_file`), which reads that and nothing else
 - ingest: `POST /api/v1/batches` needs an agent token (anyone when none is configured,
   as before the UI existed)
 - `/api/v1/...` (the `--server` query API): agent tokens (as admins) and users
@@ -43,13 +45,17 @@ from urllib.parse import urlencode
 from fastapi import HTTPException, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from iolens.errors import InputError
+from iolens.present.metrics import MetricsConfig
 from iolens.present.web.accounts import Accounts, User, valid_name
 from iolens.ship.transport import INGEST_PATH
 
 COOKIE = "iolens_session"
-Policy = Literal["public", "ingest", "query", "user", "admin"]
+Policy = Literal["public", "ingest", "query", "metrics", "user", "admin"]
 
 PUBLIC_PATHS = frozenset({"/login", "/healthz", "/metrics", "/static/{path:path}"})
+#: Site-wide state for Prometheus: operator data.
+SITE_METRICS_PATH = "/metrics/site"
 
 
 def policy_of(path: str, method: str = "GET") -> Policy:
@@ -58,6 +64,8 @@ def policy_of(path: str, method: str = "GET") -> Policy:
         return "public"
     if path == INGEST_PATH:
         return "ingest"
+    if path == SITE_METRICS_PATH:
+        return "metrics"
     if path.startswith("/api/v1/"):
         return "query"
     if path.startswith(("/admin", "/api/admin")):
@@ -96,6 +104,10 @@ class WebConfig(BaseModel):
     secure_cookie: bool = Field(
         default=False, description="Send the cookie over HTTPS only (behind a TLS proxy)."
     )
+    metrics: MetricsConfig = Field(
+        default_factory=MetricsConfig,
+        description="`[web.metrics]`: who may scrape /metrics/site, and its bounds.",
+    )
 
 
 class _WebFile(BaseModel):
@@ -115,11 +127,16 @@ class Principal:
 
     name: str
     admin: bool
-    via: str  # "token" | "session" | "header" | "agent"
+    via: str  # "token" | "session" | "header" | "agent" | "metrics"
 
     @property
     def agent(self) -> bool:
         return self.via == "agent"
+
+    @property
+    def scraper(self) -> bool:
+        """A metrics token: Prometheus, which reads /metrics/site and nothing else."""
+        return self.via == "metrics"
 
 
 class AuthError(HTTPException):
@@ -146,6 +163,7 @@ class Authenticator:
     secret: bytes
     agent_tokens: set[str] = field(default_factory=set)
     config: WebConfig = field(default_factory=WebConfig)
+    metrics_tokens: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._proxies = [ipaddress.ip_network(p, strict=False) for p in self.config.trusted_proxies]
@@ -199,6 +217,8 @@ class Authenticator:
         if token is not None:
             if self.is_agent_token(token):
                 return Principal("agent", True, "agent")
+            if any(secrets.compare_digest(token, t) for t in self.metrics_tokens):
+                return Principal("metrics", False, "metrics")
             user = self.accounts.verify(token)
             return Principal(user.name, user.admin, "token") if user else None
         header = self.config.trust_header
@@ -243,11 +263,31 @@ def authorize(request: Request) -> Principal | None:
         raise AuthError(401, "missing or unknown agent token", page=False)
     if principal is None:
         raise AuthError(401, "log in: a bearer token, a session or ?token=", page=page)
+    if policy == "metrics":
+        if principal.scraper or (principal.admin and not principal.agent):
+            return principal
+        raise AuthError(403, "site metrics: an admin or a metrics token", page=page)
+    if principal.scraper:
+        raise AuthError(403, "metrics tokens only read /metrics/site", page=page)
     if principal.agent and policy != "query":
         raise AuthError(403, "agent tokens only ship data and answer --server", page=page)
     if policy == "admin" and not principal.admin:
         raise AuthError(403, "administrators only", page=page)
     return principal
+
+
+def load_token_file(path: Path | None) -> set[str]:
+    """Tokens of a token file, one per line (`#` comments); InputError if it has none."""
+    if path is None:
+        return set()
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise InputError(str(path), f"metrics token file: {exc.strerror}") from None
+    tokens = {t.strip() for t in lines if t.strip() and not t.lstrip().startswith("#")}
+    if not tokens:
+        raise InputError(str(path), "no token in the metrics token file")
+    return tokens
 
 
 def _token_login(auth: Authenticator, request: Request) -> None:
