@@ -3,14 +3,18 @@
 Builds the wheel of this checkout, installs it into two fresh venvs under a temporary
 directory - the agent install (`iolens[agent]`, the base) and, as the baseline, the full
 one (`iolens[server]`) - and in each runs the real `iolens agent` with every source
-enabled, at 1 Hz, against one node tree merged from every source's captured fixture (node
-/proc, Lustre OSS/MDS/client, InfiniBand, LNet; tests/collect/trees.py) whose counters
+enabled (and, on the agent install, with a compute node's sources only: node, Lustre
+client, InfiniBand, tracer spool), at 1 Hz, against one node tree merged from every
+source's captured fixture (node /proc, Lustre OSS/MDS/client, InfiniBand, LNet;
+tests/collect/trees.py) whose counters
 grow every second, shipping every round to a real `iolens serve` on loopback. The agent
 process is read from /proc: CPU share over the run, resident memory (median of the
 samples after start-up, and the kernel's high-water mark VmHWM). Each figure is the
 median over `--runs` runs. It also compares the agent's payload in both wire forms.
+`--baseline-ref REF` adds the agent of another commit (e.g. the one before issue 18),
+installed as that commit's `pip install .`.
 
-    python bench/agent_footprint.py [--seconds 20] [--runs 3] [--keep DIR]
+    python bench/agent_footprint.py [--seconds 20] [--runs 3] [--keep DIR] [--baseline-ref REF]
 
 Needs network access to PyPI (or a pip cache) for the two installs.
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -42,15 +47,26 @@ def run(cmd: list[str], **kw: object) -> None:
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, **kw)  # type: ignore[call-overload]
 
 
-def build_wheel(out: Path) -> Path:
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)])
+#: The sources a compute node runs (the rest read server files it does not have).
+COMPUTE_OFF = ("lustre_oss", "lustre_mds", "iofwd", "lnet_router")
+
+
+def build_wheel(src: Path, out: Path) -> Path:
+    for old in out.glob("iolens-*.whl"):
+        old.unlink()
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(src)])
     return next(out.glob("iolens-*.whl"))
 
 
-def make_venv(path: Path, wheel: Path, extra: str) -> None:
-    base = getattr(sys, "_base_executable", sys.executable)
-    run([base, "-m", "venv", str(path)])
-    run([str(path / "bin" / "python"), "-m", "pip", "install", "-q", f"{wheel}[{extra}]"])
+def make_venv(path: Path, wheel: Path, extra: str | None) -> None:
+    """A fresh venv with `wheel[extra]`; a kept one gets this wheel over its old one."""
+    py = str(path / "bin" / "python")
+    if not (path / "bin" / "iolens").exists():
+        base = getattr(sys, "_base_executable", sys.executable)
+        run([base, "-m", "venv", str(path)])
+        run([py, "-m", "pip", "install", "-q", f"{wheel}[{extra}]" if extra else str(wheel)])
+    else:
+        run([py, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(wheel)])
 
 
 def du(path: Path) -> int:
@@ -90,11 +106,16 @@ def wait_up(url: str) -> None:
     raise SystemExit(f"server at {url} did not start")
 
 
-def one_run(venv: Path, root: Path, url: str, work: Path, seconds: float) -> dict[str, float]:
+def one_run(
+    venv: Path, root: Path, url: str, work: Path, seconds: float, off: tuple[str, ...] = ()
+) -> dict[str, float]:
     spool = work / "spool"
+    work.mkdir(parents=True, exist_ok=True)
+    config = work / "agent.toml"
+    config.write_text("".join(f"[sources.{s}]\nenabled = false\n" for s in off))
     agent = subprocess.Popen(
-        [str(venv / "bin" / "iolens"), "agent", "--root", str(root), "--interval", "1",
-         "--spool", str(spool), "--server", url],
+        [str(venv / "bin" / "iolens"), "agent", "--config", str(config), "--root", str(root),
+         "--interval", "1", "--spool", str(spool), "--server", url],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
@@ -160,15 +181,35 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=20.0, help="measured seconds per run")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--keep", type=Path, help="build the venvs here and keep them")
+    ap.add_argument("--baseline-ref", help="also measure this commit's agent (full install)")
     args = ap.parse_args()
     tmp_ctx = tempfile.TemporaryDirectory(prefix="iolens-footprint-")
     work = args.keep or Path(tmp_ctx.name)
     work.mkdir(parents=True, exist_ok=True)
-    wheel = build_wheel(work / "dist")
+    wheel = build_wheel(REPO, work / "dist")
     venvs = {"agent": work / "venv-agent", "full": work / "venv-full"}
-    for extra, path in (("agent", venvs["agent"]), ("server", venvs["full"])):
-        if not (path / "bin" / "iolens").exists():
-            make_venv(path, wheel, extra)
+    make_venv(venvs["agent"], wheel, "agent")
+    make_venv(venvs["full"], wheel, "server")
+    # (label, venv, sources off)
+    setups = [
+        ("`iolens[agent]`, every source", venvs["agent"], ()),
+        ("`iolens[agent]`, compute node's sources", venvs["agent"], COMPUTE_OFF),
+        ("`iolens[server]`, every source", venvs["full"], ()),
+    ]
+    if args.baseline_ref:
+        src = work / "ref-src"
+        shutil.rmtree(src, ignore_errors=True)
+        src.mkdir()
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", args.baseline_ref],
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+        ref_venv = work / f"venv-{args.baseline_ref}"
+        make_venv(ref_venv, build_wheel(src, work / "dist-ref"), None)
+        venvs[args.baseline_ref] = ref_venv
+        setups.append((f"{args.baseline_ref} (before), every source", ref_venv, ()))
     root = work / "node"
     names = sorted(p.name for p in CASES.iterdir() if p.is_dir())
     if not root.exists():
@@ -184,45 +225,52 @@ def main() -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    results: dict[str, list[dict[str, float]]] = {k: [] for k in venvs}
+    results: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in setups}
     try:
         wait_up(url)
         for i in range(args.runs):
-            for name, venv in venvs.items():  # interleaved: both see the same machine load
-                results[name].append(one_run(venv, root, url, work / f"{name}-{i}", args.seconds))
+            for j, (label, venv, off) in enumerate(setups):  # interleaved: same machine load
+                shutil.rmtree(work / f"run-{j}-{i}", ignore_errors=True)
+                got = one_run(venv, root, url, work / f"run-{j}-{i}", args.seconds, off)
+                results[label].append(got)
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=60)
     light, arrow, light_ms, arrow_ms = payload_sizes(root)
 
-    def med(name: str, key: str) -> float:
-        return statistics.median(r[key] for r in results[name])
+    def med(label: str, key: str) -> float:
+        return statistics.median(r[key] for r in results[label])
 
     print(
-        f"iolens agent at 1 Hz, every source on ({', '.join(used)}; tracer spool empty), "
+        f"iolens agent at 1 Hz over {', '.join(used)} (tracer spool empty), "
         f"{args.seconds:.0f} s per run, median of {args.runs} runs; wheel {wheel.name}\n"
     )
-    rows = []
-    for name, venv in venvs.items():
-        total, site = sizes(venv)
-        rows.append(
-            [
-                f"`{'iolens[agent]' if name == 'agent' else 'iolens[server]'}`",
-                f"{total / 1e6:.0f} MB",
-                f"{site / 1e6:.0f} MB",
-                f"{med(name, 'cpu_pct'):.2f} % ({med(name, 'ms_per_round'):.1f} ms/round)",
-                f"{med(name, 'rss_mib'):.1f} MiB",
-                f"{med(name, 'peak_mib'):.1f} MiB",
-                f"{max(r['undelivered'] for r in results[name])}",
-            ]
-        )
     print(
         table(
-            ["install", "venv on disk", "without pip/setuptools", "CPU of one core",
-             "RSS steady", "RSS peak", "batches left undelivered"],
+            ["install", "venv on disk", "without pip/setuptools"],
+            [
+                [name, f"{t / 1e6:.0f} MB", f"{s / 1e6:.0f} MB"]
+                for name, (t, s) in ((n, sizes(v)) for n, v in venvs.items())
+            ],
+        )
+    )
+    print()
+    rows = [
+        [
+            label,
+            f"{med(label, 'cpu_pct'):.2f} % ({med(label, 'ms_per_round'):.1f} ms/round)",
+            f"{med(label, 'rss_mib'):.1f} MiB",
+            f"{med(label, 'peak_mib'):.1f} MiB",
+            f"{max(r['undelivered'] for r in results[label])}",
+        ]
+        for label, _, _ in setups
+    ]
+    print(
+        table(
+            ["agent", "CPU of one core", "RSS steady", "RSS peak", "batches left undelivered"],
             rows,
         )
-    )  # fmt: skip
+    )
     print(
         f"\none round's batch: light wire form {light:,} B in {light_ms:.1f} ms, "
         f"Arrow form {arrow:,} B in {arrow_ms:.1f} ms"

@@ -23,11 +23,12 @@ def command(argv: list[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
-def light_app():  # type: ignore[no-untyped-def]
-    """A typer app with only the light commands, as `main.py` registers them."""
+def light_app(name: str | None = None):  # type: ignore[no-untyped-def]
+    """A typer app with only the light commands, as `main.py` registers them; the hook's
+    module (which imports rich, through app.py) only when `name` is "hook"."""
     import typer
 
-    from iolens.present.cli import agenting, scheduler
+    from iolens.present.cli import agenting
 
     app = typer.Typer(
         name="iolens",
@@ -39,16 +40,20 @@ def light_app():  # type: ignore[no-untyped-def]
     )
     app.command()(agenting.agent)
     app.add_typer(agenting.config_app, name="config")
-    app.add_typer(scheduler.hook_app, name="hook")
+    if name == "hook":
+        from iolens.present.cli import scheduler
+
+        app.add_typer(scheduler.hook_app, name="hook")
     return app
 
 
 def main() -> None:
-    if command(sys.argv[1:]) in LIGHT:
+    name = command(sys.argv[1:])
+    if name in LIGHT:
         from iolens.errors import IolensError
 
         try:
-            light_app()()
+            light_app(name)()
         except IolensError as exc:
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(2)
