@@ -81,6 +81,9 @@ def test_config_and_hook_run_light(tmp_path):
     res = run_light("config", "sample")
     assert res.returncode == 0 and loaded(res) == []
     assert all(f"[sources.{s}]" in res.stdout for s in source_names())
+    res = run_light("config", "show")
+    assert res.returncode == 0 and loaded(res) == []
+    assert json.loads(res.stdout)["agent"]["spool"] == "/var/spool/iolens"
     env = {"SLURM_JOB_ID": "77", "SLURM_JOB_USER": "ann", "SLURM_JOB_NODELIST": "n[1-2]"}
     res = run_light("hook", "slurm", "epilog", "--spool", str(tmp_path / "hook"), env=env)
     assert res.returncode == 0 and loaded(res) == []
