@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -148,8 +149,9 @@ def one_run(
     }
 
 
-def payload_sizes(root: Path) -> tuple[int, int, float, float]:
-    """One agent round over `root` (after a first): bytes and ms to encode, light vs Arrow."""
+def payload_sizes(root: Path, repeat: int = 50) -> dict[str, float]:
+    """One agent round over `root` (after a first) in both wire forms: bytes, and median
+    ms to encode (agent side) and to decode into Arrow (server side)."""
     from iolens.collect.agent import Agent
     from iolens.collect.sources import SOURCES
     from iolens.collect.sources.node import NodeSource
@@ -166,14 +168,38 @@ def payload_sizes(root: Path) -> tuple[int, int, float, float]:
     agent.collect_round()
     grow(root, 10)
     batch = agent.collect_round()
-    t0 = time.perf_counter()
+
+    def ms(fn: Callable[[], object]) -> float:
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        return 1000 * statistics.median(times)
+
+    out: dict[str, float] = {"rows": batch.rows()}
     light = wire.encode(batch)
-    t1 = time.perf_counter()
-    batch.tables()
-    t2 = time.perf_counter()
+    out["light_bytes"], out["light_encode_ms"] = len(light), ms(lambda: wire.encode(batch))
+    out["light_decode_ms"] = ms(lambda: wire.decode(light).conformed())
+    batch.tables()  # Arrow from here on
     arrow = wire.encode(batch)
-    t3 = time.perf_counter()
-    return len(light), len(arrow), 1000 * (t1 - t0), 1000 * (t3 - t2)
+    out["arrow_bytes"], out["arrow_encode_ms"] = len(arrow), ms(lambda: wire.encode(batch))
+    out["arrow_decode_ms"] = ms(lambda: wire.decode(arrow).conformed())
+    return out
+
+
+def print_payload(p: dict[str, float]) -> None:
+    print(
+        f"one agent round ({p['rows']:.0f} rows, every source), median of 50:\n\n"
+        + table(
+            ["wire form", "bytes", "encode (agent)", "decode + schema cast (server)"],
+            [
+                [name, f"{p[f'{k}_bytes']:,.0f}", f"{p[f'{k}_encode_ms']:.2f} ms",
+                 f"{p[f'{k}_decode_ms']:.2f} ms"]
+                for name, k in (("IOLB2 (zlib JSON)", "light"), ("IOLB1 (Arrow, zstd)", "arrow"))
+            ],
+        )
+    )  # fmt: skip
 
 
 def main() -> None:
@@ -182,7 +208,13 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--keep", type=Path, help="build the venvs here and keep them")
     ap.add_argument("--baseline-ref", help="also measure this commit's agent (full install)")
+    ap.add_argument("--payload-only", action="store_true", help="only the wire-form figures")
     args = ap.parse_args()
+    if args.payload_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            build_root(Path(tmp), sorted(p.name for p in CASES.iterdir() if p.is_dir()))
+            print_payload(payload_sizes(Path(tmp)))
+        return
     tmp_ctx = tempfile.TemporaryDirectory(prefix="iolens-footprint-")
     work = args.keep or Path(tmp_ctx.name)
     work.mkdir(parents=True, exist_ok=True)
@@ -236,7 +268,7 @@ def main() -> None:
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=60)
-    light, arrow, light_ms, arrow_ms = payload_sizes(root)
+    payload = payload_sizes(root)
 
     def med(label: str, key: str) -> float:
         return statistics.median(r[key] for r in results[label])
@@ -271,10 +303,8 @@ def main() -> None:
             rows,
         )
     )
-    print(
-        f"\none round's batch: light wire form {light:,} B in {light_ms:.1f} ms, "
-        f"Arrow form {arrow:,} B in {arrow_ms:.1f} ms"
-    )
+    print()
+    print_payload(payload)
     tmp_ctx.cleanup() if args.keep is None else None
 
 
