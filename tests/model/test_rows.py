@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import pytest
+
+from iolens.errors import InputError
 from iolens.model.batch import Batch
 from iolens.model.rows import NAMES, Columns
 from iolens.model.schema import TABLES
@@ -23,3 +26,10 @@ def test_columns_convert_to_the_model_schema_once():
     arrow = batch.tables()["jobs"]
     assert arrow.schema == TABLES["jobs"] and arrow.to_pylist()[0]["nodes"] == ["n1", "n2"]
     assert batch.jobs is arrow  # converted in place, not at every call
+
+
+def test_an_undecoded_tracer_file_is_not_loaded_as_nothing():
+    batch = Batch(source="tracer:x", trace=("x.iolens", b"IOLTRACE..."))
+    assert batch.rows() == 0
+    with pytest.raises(InputError, match="not decoded"):
+        batch.conformed()

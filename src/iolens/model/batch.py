@@ -88,7 +88,10 @@ class Batch:
 
     def conformed(self) -> dict[str, pa.Table]:
         """`tables()` cast to the model schemas; InputError naming the source and the
-        column that does not fit."""
+        column that does not fit, or when a tracer file is still undecoded (it would load
+        nothing, silently)."""
+        if self.trace is not None:
+            raise InputError(self.source, "a tracer file not decoded yet (ship.wire.decode)")
         return {name: conform(t, name, self.source) for name, t in self.tables().items()}
 
     def rows(self) -> int:
