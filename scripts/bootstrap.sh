@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install iolens into ./.venv on a fresh Debian 12 machine.
-#   bash scripts/bootstrap.sh          runtime install (pip install .)
+#   bash scripts/bootstrap.sh          server install (pip install '.[server]')
 #   bash scripts/bootstrap.sh --test   editable install with the test tools
 # System packages (python3-venv, a C compiler for the tracer; with --test, chromium for the
 # web UI's browser tests) are installed with apt when missing and we are root or have sudo;
@@ -33,5 +33,5 @@ fi
 if [ "$mode" = test ]; then
     .venv/bin/python -m pip install -q -e '.[test]'
 else
-    .venv/bin/python -m pip install -q .
+    .venv/bin/python -m pip install -q '.[server]'
 fi

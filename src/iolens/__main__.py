@@ -1,3 +1,3 @@
-from iolens.present.cli.main import main
+from iolens.present.cli.entry import main
 
 main()

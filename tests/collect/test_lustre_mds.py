@@ -68,6 +68,7 @@ def test_the_agent_ships_only_clients_that_moved(tmp_path: Path) -> None:
         busy.read_text().replace("getattr                   16", "getattr                   616")
     )
     batch = agent.collect_round()
+    batch.tables()  # the agent's plain columns as Arrow
     assert batch.metrics is not None and batch.server_samples is not None
     clients = batch.metrics.filter(pc.equal(batch.metrics["kind"], "mdt_client")).to_pylist()
     assert [(r["component_id"], r["metric"], r["value"]) for r in clients] == [

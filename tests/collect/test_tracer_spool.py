@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from iolens.collect.agent import Agent
 from iolens.collect.sources.tracer_spool import DEFAULT_DIR, TracerSpoolSource
+from iolens.errors import InputError
 from iolens.ingest.http import IngestService
 from iolens.ship.shipper import Backoff, Shipper
 from iolens.ship.spool import DiskSpool
@@ -77,3 +80,23 @@ def test_agent_ships_trace_files_once_and_quarantines_corrupt_ones(tmp_path):
 def test_absent_spool_is_quiet(tmp_path):
     agent = Agent("n1", tmp_path, [], batch_sources=[TracerSpoolSource("n1")])
     assert list(agent.collect_batches()) == []
+
+
+def test_agent_framing_check_mirrors_the_decoder(tmp_path):
+    from iolens.collect.sources import tracer_spool as light
+    from iolens.tracefile import format as fmt
+    from iolens.tracefile import trace
+
+    assert light.SUFFIX == trace.SUFFIX and light.MAGIC == fmt.MAGIC
+    assert light.READABLE_VERSIONS == fmt.READABLE_VERSIONS
+    assert (light.ENDIAN_MARK, light.SEC_END) == (fmt.ENDIAN_MARK, fmt.SEC_END)
+    assert light._PREAMBLE.size == fmt.PREAMBLE.itemsize
+    assert light._SECTION.size == fmt.SECTION.itemsize
+    spool = tmp_path / "spool"
+    traced_write(spool, tmp_path / "c.dat", 10_000, 100, job="1")
+    (good,) = spool.glob(f"*{SUFFIX}")
+    data = good.read_bytes()
+    light.check_framing(data, good.name)  # a real file passes
+    for bad in (data[:-1], data[:20], data + b"\0" * 16):
+        with pytest.raises(InputError):
+            light.check_framing(bad, good.name)

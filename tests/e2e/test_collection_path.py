@@ -22,6 +22,7 @@ from iolens.collect.agent import Agent
 from iolens.collect.sources import SOURCES
 from iolens.collect.sources.tracer_spool import DEFAULT_DIR, TracerSpoolSource
 from iolens.model.batch import Batch
+from iolens.ship import wire
 from iolens.ship.shipper import Backoff, Shipper
 from iolens.ship.spool import DiskSpool
 from iolens.ship.transport import HttpTransport
@@ -50,6 +51,8 @@ class Ledger:
         self.keys: list[str] = []
 
     def record(self, batch: Batch) -> None:
+        if batch.trace is not None:  # a tracer file as written: count what the server decodes
+            batch = wire.decode(wire.encode(batch))
         assert batch.key is not None
         self.keys.append(batch.key)
         for name, table in batch.tables().items():

@@ -14,8 +14,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from iolens.collect.slurm_hook import hook_batch, outcome
 from iolens.ingest.importers import sacct
-from iolens.ingest.importers.slurm_hook import hook_batch, outcome
 from iolens.ship import wire
 from iolens.ship.shipper import Backoff, Shipper
 from iolens.ship.spool import DiskSpool

@@ -9,6 +9,9 @@ A Lustre server's agent also knows part of the topology: the targets it reads ar
 ones this host serves. Its batch carries them as `components` rows (an OST with this
 host as its OSS, an MDT with this host as its MDS, and the host itself) whenever the set
 changes, without peaks: rows merge by key on load, so a site's peaks stay.
+
+Batches hold `Columns` (plain lists), not Arrow tables: the agent runs without pyarrow or
+numpy (`iolens[agent]`), and the wire format ships its tables as compressed JSON.
 """
 
 from __future__ import annotations
@@ -21,12 +24,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pyarrow as pa
-
 from iolens.collect.base import BatchSource, Reading, Source
 from iolens.collect.rates import RateKeeper
 from iolens.model.batch import Batch
-from iolens.model.schema import COMPONENTS, METRICS, SERVER_SAMPLES
+from iolens.model.rows import NAMES, Columns
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ class Agent:
             h.runs += 1
             try:
                 for batch, done in source.batches(self.root):
-                    h.readings += batch.rows()
+                    h.readings += batch.rows() if batch.trace is None else 1
                     yield batch, done
             except Exception as exc:
                 h.failures += 1
@@ -169,7 +170,7 @@ class Agent:
         prev_round = self.last_round
         round_interval = None if prev_round is None else now - prev_round
         self.last_round = now
-        rows: dict[str, list[object]] = {n: [] for n in METRICS.names}
+        rows: dict[str, list[object]] = {n: [] for n in NAMES["metrics"]}
         wide: dict[tuple[str, str, str | None], dict[str, float]] = {}
         intervals: dict[tuple[str, str, str | None], float] = {}
         ts = int(now * 1_000_000)
@@ -222,8 +223,8 @@ class Agent:
         return Batch(
             source=f"agent:{self.host}",
             key=f"agent:{self.host}:{ts}",
-            metrics=pa.table(rows, schema=METRICS),
-            server_samples=pa.Table.from_pylist(samples, schema=SERVER_SAMPLES),
+            metrics=Columns("metrics", rows),
+            server_samples=Columns.from_rows("server_samples", samples),
             components=served_rows(
                 self.host,
                 self.served,
@@ -232,7 +233,7 @@ class Agent:
         )
 
 
-def served_rows(host: str, served: dict[str, str], seen: dict[str, str]) -> pa.Table | None:
+def served_rows(host: str, served: dict[str, str], seen: dict[str, str]) -> Columns | None:
     """`components` rows of the Lustre targets `host` serves (`seen`: id -> kind), when they
     changed since the last batch (a target mounted or moved here), else None; `served`
     (what was reported before) is updated."""
@@ -243,4 +244,4 @@ def served_rows(host: str, served: dict[str, str], seen: dict[str, str]) -> pa.T
     rows = [{"component_id": host, "kind": k, "parent": None} for k in sorted(hosts)] + [
         {"component_id": c, "kind": k, "parent": host} for c, k in sorted(seen.items())
     ]
-    return pa.Table.from_pylist(rows, schema=COMPONENTS)
+    return Columns.from_rows("components", rows)

@@ -20,7 +20,10 @@ from typing import ClassVar, Protocol
 from iolens.model.batch import Batch
 
 
-@dataclass(frozen=True)
+# Not frozen: a frozen dataclass sets each field through object.__setattr__, which made
+# building a Reading 4x slower (4 us against 1 us): over a Lustre server's ~500 readings a
+# round, 1.5 ms of the node agent's 20. Nothing changes a Reading after it is made.
+@dataclass(slots=True)
 class Reading:
     kind: str  # component kind: ost, mdt, oss, mds, forwarder, ib_port, node, ...
     component: str

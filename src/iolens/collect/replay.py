@@ -136,6 +136,7 @@ class Replay:
             self.agent.root = sample.path
             self._now = sample.time
             batch = self.agent.collect_round()
+            batch.tables()  # the agent builds plain columns: Arrow from here on
             if batch.metrics is not None:
                 batch.metrics = batch.metrics.filter(pc.not_equal(batch.metrics["kind"], "agent"))
             yield sample, batch

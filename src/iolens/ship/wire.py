@@ -1,51 +1,103 @@
-"""The on-the-wire form of a Batch: a small JSON header and one Arrow IPC stream per table.
+"""The on-the-wire form of a Batch, in two versions the server both reads.
 
-    b"IOLB1\\n" | u32 header length | header JSON | IPC stream 1 | IPC stream 2 | ...
+    magic | u32 header length | header JSON | part 1 | part 2 | ...
 
-The header names the tables and their byte lengths, the batch's idempotency key and its
-source. IPC streams use Arrow's built-in zstd buffer compression, so no extra codec is
-needed and the server decodes straight into Arrow.
+The header names the parts and their byte lengths, the batch's idempotency key and its
+source.
+
+- `IOLB1` (Arrow): each part is an Arrow IPC stream with Arrow's zstd buffer compression.
+  Written when a batch holds Arrow tables (importers, the simulator, full installs).
+- `IOLB2` (light): each part is zlib-compressed JSON, `{"columns": {name: [values]}}`,
+  timestamps as integer microseconds since the epoch (UTC); or a part named `trace`, one
+  tracer file as written (zlib-compressed), which the server decodes. Written for batches
+  of `Columns` (the node agent and the Slurm hook), using only the standard library:
+  pyarrow alone is over 100 MB installed, more than a node agent may take.
+
+The server decodes both into Arrow tables with the model schema: a column the schema does
+not have, or a value of the wrong type, is an InputError naming the table and column, and
+`load()` then checks the tables as it checks every batch. Measured on an agent's batch
+(docs/performance.md): the light payload is the same order of size as Arrow's.
 """
 
 from __future__ import annotations
 
 import json
 import struct
-
-import pyarrow as pa
+import zlib
+from datetime import datetime
+from typing import Any
 
 from iolens.errors import InputError
-from iolens.model.batch import Batch
-from iolens.model.schema import TABLES
+from iolens.model.batch import TABLE_FIELDS, Batch
+from iolens.model.rows import Columns
 
 MAGIC = b"IOLB1\n"
-_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
+MAGIC_LIGHT = b"IOLB2\n"
+_EPOCH = datetime(1970, 1, 1)
+_US = 1_000_000
 
 
 def encode(batch: Batch) -> bytes:
-    parts: list[bytes] = []
-    names: list[list[object]] = []
-    for name, table in batch.tables().items():
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema, options=_OPTIONS) as writer:
-            writer.write_table(table)
-        data = sink.getvalue().to_pybytes()
-        parts.append(data)
-        names.append([name, len(data)])
+    """Arrow (IOLB1) if any table is Arrow, else the light form (IOLB2)."""
+    parts = batch.parts()
+    if batch.trace is None and any(not isinstance(t, Columns) for t in parts.values()):
+        return _encode_arrow(batch)
+    return _encode_light(batch, parts)
+
+
+def _frame(magic: bytes, batch: Batch, parts: list[tuple[str, bytes]]) -> bytes:
     header = json.dumps(
         {
             "key": batch.key,
             "source": batch.source,
             "keep_known_jobs": batch.keep_known_jobs,
-            "tables": names,
+            "tables": [[name, len(data)] for name, data in parts],
         }
     ).encode()
-    return MAGIC + struct.pack("<I", len(header)) + header + b"".join(parts)
+    return magic + struct.pack("<I", len(header)) + header + b"".join(d for _, d in parts)
+
+
+def _encode_arrow(batch: Batch) -> bytes:
+    import pyarrow as pa
+
+    options = pa.ipc.IpcWriteOptions(compression="zstd")
+    parts: list[tuple[str, bytes]] = []
+    for name, table in batch.tables().items():
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
+            writer.write_table(table)
+        parts.append((name, sink.getvalue().to_pybytes()))
+    return _frame(MAGIC, batch, parts)
+
+
+def _json_value(value: object) -> object:
+    if isinstance(value, datetime):  # naive UTC, as the model's timestamp[us]
+        delta = value - _EPOCH
+        return (delta.days * 86_400 + delta.seconds) * _US + delta.microseconds
+    raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+def _encode_light(batch: Batch, tables: dict[str, Any]) -> bytes:
+    parts: list[tuple[str, bytes]] = []
+    for name, cols in tables.items():
+        body = json.dumps({"columns": cols.columns}, default=_json_value, separators=(",", ":"))
+        parts.append((name, zlib.compress(body.encode(), 6)))
+    if batch.trace is not None:
+        name, data = batch.trace
+        parts.append(("trace", zlib.compress(json.dumps(name).encode() + b"\n" + data, 6)))
+    return _frame(MAGIC_LIGHT, batch, parts)
 
 
 def decode(data: bytes, source: str = "request") -> Batch:
-    """Bytes -> Batch, or an InputError saying what is wrong with them."""
-    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 4:
+    """Bytes (either version) -> Batch of Arrow tables, or an InputError saying what is
+    wrong with them."""
+    if data.startswith(MAGIC):
+        light = False
+    elif data.startswith(MAGIC_LIGHT):
+        light = True
+    else:
+        raise InputError(source, "not an iolens batch (bad magic)")
+    if len(data) < len(MAGIC) + 4:
         raise InputError(source, "not an iolens batch (bad magic)")
     (hlen,) = struct.unpack_from("<I", data, len(MAGIC))
     start = len(MAGIC) + 4
@@ -61,16 +113,69 @@ def decode(data: bytes, source: str = "request") -> Batch:
     )
     offset = start + hlen
     for name, size in tables:
-        if name not in TABLES:
+        if name not in TABLE_FIELDS and not (light and name == "trace"):
             raise InputError(source, f"unknown table {name!r}")
         chunk = data[offset : offset + size]
         if len(chunk) != size:
             raise InputError(source, f"table {name} is truncated ({len(chunk)} of {size} bytes)")
-        try:
-            setattr(batch, name, pa.ipc.open_stream(chunk).read_all())
-        except pa.ArrowInvalid as exc:
-            raise InputError(source, f"table {name}: {exc}") from None
+        if name == "trace":
+            batch = _trace_batch(chunk, source)
+        elif light:
+            setattr(batch, name, _light_table(name, chunk, source))
+        else:
+            setattr(batch, name, _arrow_table(name, chunk, source))
         offset += size
     if offset != len(data):
         raise InputError(source, f"{len(data) - offset} unexpected bytes after the last table")
     return batch
+
+
+def _arrow_table(name: str, chunk: bytes, source: str) -> Any:
+    import pyarrow as pa
+
+    try:
+        return pa.ipc.open_stream(chunk).read_all()
+    except pa.ArrowInvalid as exc:
+        raise InputError(source, f"table {name}: {exc}") from None
+
+
+def _light_table(name: str, chunk: bytes, source: str) -> Any:
+    """One IOLB2 part -> an Arrow table with the model's types for the columns it has."""
+    import pyarrow as pa
+
+    from iolens.model.schema import TABLES
+
+    try:
+        columns = json.loads(zlib.decompress(chunk))["columns"]
+        if not isinstance(columns, dict):
+            raise TypeError("columns is not an object")
+    except (ValueError, KeyError, TypeError, zlib.error) as exc:
+        raise InputError(source, f"table {name}: not compressed JSON columns: {exc}") from None
+    schema = TABLES[name]
+    arrays, fields = [], []
+    for col, values in columns.items():
+        if col not in schema.names:
+            raise InputError(source, f"table {name}: unknown column {col!r}")
+        f = schema.field(col)
+        try:
+            arrays.append(pa.array(values, type=f.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as exc:
+            raise InputError(source, f"table {name}, column {col}: {exc}") from None
+        fields.append(pa.field(col, f.type))
+    if len({len(a) for a in arrays}) > 1:
+        raise InputError(source, f"table {name}: columns of different lengths")
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _trace_batch(chunk: bytes, source: str) -> Batch:
+    """A tracer file shipped as written -> the batch `iolens import trace` would make of it
+    (same key, so the two paths load it once)."""
+    from iolens.tracefile import batch_of
+    from iolens.tracefile.trace import decode_bytes
+
+    try:
+        name_line, data = zlib.decompress(chunk).split(b"\n", 1)
+        name = str(json.loads(name_line))
+    except (ValueError, zlib.error) as exc:
+        raise InputError(source, f"trace: not a compressed tracer file: {exc}") from None
+    return batch_of(decode_bytes(data, name))

@@ -221,6 +221,7 @@ class Collection:
                 now[h.name] = t
                 trees[h.name].update(h.files(t))
                 batch = agents[h.name].collect_round()
+                batch.tables()  # the agent builds plain columns: Arrow from here on
                 if batch.metrics is not None:  # the agent's self-metrics describe this run
                     batch.metrics = batch.metrics.filter(
                         pc.not_equal(batch.metrics["kind"], "agent")

@@ -42,13 +42,15 @@ def _text(b: bytes) -> str:
     return b.decode("utf-8", "surrogateescape")
 
 
-def read(path: str | Path) -> RawTrace:
-    """Parse `path`; raise InputError if it is not a complete tracer file."""
+def read(path: str | Path, data: bytes | None = None) -> RawTrace:
+    """Parse `path` (or `data`, the file's bytes, shipped by an agent); raise InputError if
+    it is not a complete tracer file."""
     src = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise InputError(src, f"cannot read: {e.strerror or e}") from None
+    if data is None:
+        try:
+            data = Path(path).read_bytes()
+        except OSError as e:
+            raise InputError(src, f"cannot read: {e.strerror or e}") from None
     if len(data) < fmt.PREAMBLE.itemsize:
         raise InputError(src, "truncated: shorter than the file preamble")
     pre = np.frombuffer(data, fmt.PREAMBLE, 1)[0]

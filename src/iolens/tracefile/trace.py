@@ -89,10 +89,11 @@ def _user(name: str, uid: int) -> str:
         return str(uid)
 
 
-def decode(path: str | os.PathLike[str]) -> TraceFile:
-    """Decode one tracer file; raises iolens.errors.InputError if corrupt or truncated."""
+def decode(path: str | os.PathLike[str], data: bytes | None = None) -> TraceFile:
+    """Decode one tracer file (`data`: its bytes, if not to be read from `path`); raises
+    iolens.errors.InputError if corrupt or truncated."""
     p = Path(path)
-    raw = read(p)
+    raw = read(p, data)
     h = raw.header
     rank = int(h["rank"])
     rank_or_none = rank if rank >= 0 else None
@@ -139,6 +140,11 @@ def _pairs(text: str) -> dict[str, str]:
         if sep:
             out[key] = value
     return out
+
+
+def decode_bytes(data: bytes, name: str) -> TraceFile:
+    """A tracer file an agent shipped as written (`name`: its file name on the node)."""
+    return decode(Path(name), data)
 
 
 def decode_dir(spool_dir: str | os.PathLike[str]) -> Iterator[TraceFile]:

@@ -11,6 +11,8 @@ stats, capacity gauges) into readings.
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,13 +45,14 @@ CAPACITY = {
 }
 
 
-def read_quiet(path: Path) -> str | None:
+def read_quiet(path: Path | str) -> str | None:
     """The file's text, or None when it does not exist (a target can vanish mid-round).
 
     Trailing NULs are dropped: sysfs files copied by size come padded to a 4 KiB page
     (seen in the LLNL LMT 2.15 captures), and the parsers rightly reject them."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace").rstrip("\x00")
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read().rstrip("\x00")
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None
 
@@ -70,13 +73,39 @@ def osd_types(root: Path) -> list[str]:
     return [t for t in targets(root, ".") if t.startswith("osd-")]
 
 
+#: Where each parameter was found last: (root, obd_type, target, param) -> (index in BASES,
+#: or -1 for nowhere; when). An agent reads the same ~100 files every round; trying the
+#: three bases each time costs failed opens, a tenth of a round on a Lustre server. A file
+#: found is read there directly next time (and looked for again if gone); "nowhere" is
+#: believed for NOWHERE_TTL_S seconds, so a parameter that appears is read within that.
+_WHERE: dict[tuple[str, str, str, str], tuple[int, float]] = {}
+NOWHERE_TTL_S = 60.0
+_WHERE_MAX = 1 << 16  # replaying many captured trees must not grow it without bound
+
+
 def find(root: Path, obd_type: str, target: str, param: str) -> tuple[str, str] | None:
     """(text, path) of the first `<base>/<obd_type>/<target>/<param>` that exists."""
-    for base in BASES:
-        path = root / base / obd_type / target / param
+    key = (str(root), obd_type, target, param)
+    now = time.monotonic()
+    known = _WHERE.get(key)
+    if known is not None:
+        index, when = known
+        if index < 0 and now - when < NOWHERE_TTL_S:
+            return None
+        if index >= 0:
+            path = os.path.join(key[0], BASES[index], obd_type, target, param)
+            text = read_quiet(path)
+            if text is not None:
+                return text, path
+    if len(_WHERE) >= _WHERE_MAX:
+        _WHERE.clear()
+    for index, base in enumerate(BASES):
+        path = os.path.join(key[0], base, obd_type, target, param)
         text = read_quiet(path)
         if text is not None:
-            return text, str(path)
+            _WHERE[key] = (index, now)
+            return text, path
+    _WHERE[key] = (-1, now)
     return None
 
 

@@ -1,21 +1,26 @@
-"""`iolens agent` and `iolens config`: the node agent's command line."""
+"""`iolens agent` and `iolens config`: the node agent's command line.
+
+This module imports neither the shared CLI module (app.py) nor rich: the agent runs for
+months on every node, and those would add ~5 MiB to its resident memory for two lines of
+output. `config show`, run by hand, imports rich when it needs it.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
-
-from iolens.present.cli.app import JsonOption, err, out
-from iolens.present.cli.render import to_json
 
 config_app = typer.Typer(help="The agent's configuration.", no_args_is_help=True)
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="Agent TOML config.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON only.")]
 
 
-def _effective(config: Path | None, **overrides: object):
+def _effective(config: Path | None, **overrides: object) -> Any:
     from iolens.collect.config import load_config
     from iolens.collect.sources import source_names
 
@@ -42,10 +47,11 @@ def agent(
     cfg = _effective(config, server=server, token=token, root=root, spool=spool, interval=interval)
     result = runner.run(cfg, once=once)
     if as_json:
-        print(to_json(result))
+        print(json.dumps(result, indent=2))
     elif result["pending"]:
-        err.print(
-            f"iolens agent: {result['pending']} batch(es) wait in {cfg.agent.spool} for the server"
+        print(
+            f"iolens agent: {result['pending']} batch(es) wait in {cfg.agent.spool} for the server",
+            file=sys.stderr,
         )
 
 
@@ -61,5 +67,7 @@ def config_sample() -> None:
 @config_app.command("show")
 def config_show(config: ConfigOption = None) -> None:
     """Print the effective agent config (defaults, then the file)."""
+    from iolens.present.cli.render import stdout_console
+
     cfg = _effective(config)
-    out.print_json(cfg.model_dump_json())
+    stdout_console().print_json(cfg.model_dump_json())

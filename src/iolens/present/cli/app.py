@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from iolens.present.cli import render
-from iolens.store.base import Store
+
+if TYPE_CHECKING:  # the agent's commands import this module without the store (pyarrow)
+    from iolens.store.base import Store
 
 app = typer.Typer(
     name="iolens",

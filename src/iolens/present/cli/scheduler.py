@@ -163,8 +163,8 @@ def _deliver_hook(
     spool: Path | None,
     timeout: float,
 ) -> None:
+    from iolens.collect.slurm_hook import PHASES, hook_batch
     from iolens.errors import IolensError
-    from iolens.ingest.importers.slurm_hook import PHASES, hook_batch
     from iolens.ship.shipper import Backoff, Shipper
     from iolens.ship.spool import DiskSpool, MemorySpool, Spool
     from iolens.ship.transport import HttpTransport, Transport, TransportError

@@ -5,6 +5,9 @@ controller) with the job described in `SLURM_*` variables. The prolog knows the 
 the epilog the end and the outcome; `load()` merges the two rows by job id, and a later
 sacct import fills in (or corrects) the rest. The batch key is the job and phase, so the
 same hook running on every node of a job, or retried, loads once.
+
+It lives with the node agent, not the importers, because it runs on the nodes, on the light
+install (`iolens[agent]`): no pyarrow or store, the job row is `Columns`.
 """
 
 from __future__ import annotations
@@ -13,11 +16,9 @@ import pwd
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-import pyarrow as pa
-
 from iolens.errors import InputError
 from iolens.model.batch import Batch
-from iolens.model.schema import JOBS
+from iolens.model.rows import Columns
 from iolens.parse.slurm import expand_hostlist
 
 PHASES = ("prolog", "epilog")
@@ -87,7 +88,7 @@ def hook_batch(phase: str, env: Mapping[str, str], now: datetime | None = None) 
     return Batch(
         source=f"{SOURCE}:{phase}",
         key=key,
-        jobs=pa.Table.from_pylist([row], schema=JOBS),
+        jobs=Columns.from_rows("jobs", [row]),  # plain lists: the hook runs without pyarrow
         # Slurm's partition and account have no column in the jobs table (yet): kept here
         # for whoever reads the batch, not stored.
         extra={

@@ -1,0 +1,80 @@
+"""The `iolens` executable: the node-side commands without the analysis stack.
+
+`iolens agent`, `iolens config` and `iolens hook` run on every compute and server node,
+from the light install (`pip install iolens[agent]`: no DuckDB, pyarrow, numpy, pandas...).
+Importing the full command line (`main.py`) would import much of that, so for these
+commands only their own modules are loaded into a small typer app; every other command
+goes to `main.py`. On a light install, those say which extra they need instead of
+failing with a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+#: Commands that run on the light install (their modules import no analysis stack).
+LIGHT = ("agent", "config", "hook")
+#: Packages only the server extra installs (what the node commands must never import).
+SERVER_ONLY = ("duckdb", "pyarrow", "numpy", "pandas", "fastapi", "sklearn", "matplotlib")
+
+
+def command(argv: list[str]) -> str | None:
+    """The subcommand named on the command line (the first word not an option)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def light_app(name: str | None = None):  # type: ignore[no-untyped-def]
+    """A typer app with only the light commands, as `main.py` registers them; the hook's
+    module (which imports rich, through app.py) only when `name` is "hook"."""
+    import typer
+
+    from iolens.present.cli import agenting
+
+    app = typer.Typer(
+        name="iolens",
+        help="End-to-end I/O monitoring and diagnosis for HPC clusters (node commands).",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode="markdown",
+    )
+    app.command()(agenting.agent)
+    app.add_typer(agenting.config_app, name="config")
+    if name == "hook":
+        from iolens.present.cli import scheduler
+
+        app.add_typer(scheduler.hook_app, name="hook")
+    return app
+
+
+def main() -> None:
+    name = command(sys.argv[1:])
+    if name in LIGHT:
+        from iolens.errors import IolensError
+
+        try:
+            light_app(name)()
+        except IolensError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            sys.exit(130)
+        return
+    try:
+        from iolens.present.cli.main import main as full_main
+    except ModuleNotFoundError as exc:
+        if (exc.name or "iolens").split(".")[0] == "iolens":
+            raise  # our own bug, not a missing extra
+        print(
+            f"error: this command needs the server install (no module {exc.name!r}): "
+            "pip install 'iolens[server]'; this install runs `iolens agent`, "
+            "`iolens config` and `iolens hook`",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+    full_main()
+
+
+if __name__ == "__main__":
+    main()
