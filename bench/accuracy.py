@@ -272,6 +272,8 @@ def report(cells: dict[tuple, Cell], free: dict[str, Any] | None) -> str:
 
 
 def plot(cells: dict[tuple, Cell], path: Path) -> None:
+    """Per detector: recall over every fault (top) and the median time to detect (bottom),
+    against the slowdown, one line per duration and noise level."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -280,31 +282,50 @@ def plot(cells: dict[tuple, Cell], path: Path) -> None:
     keys = [k for k in cells if len(k) == 4]
     minutes = sorted({k[2] for k in keys})
     noises = sorted({k[3] for k in keys})
-    fig, axes = plt.subplots(1, len(SWEPT), figsize=(5 * len(SWEPT), 3.6), sharey=True)
-    for ax, kind in zip(axes, SWEPT, strict=True):
+    fig, axes = plt.subplots(2, len(SWEPT), figsize=(5 * len(SWEPT), 6.4), sharex=True)
+    for col, kind in enumerate(SWEPT):
+        top, bottom = axes[0][col], axes[1][col]
         for m in minutes:
             for n in noises:
-                pts = sorted(
-                    (k[1], cells[k].score.recall)
-                    for k in keys
-                    if k[0] == kind and k[2] == m and k[3] == n
-                )
-                if pts:
-                    ax.plot(
-                        *zip(*pts, strict=True),
-                        marker="o",
-                        linestyle="-" if n == noises[0] else "--",
-                        label=f"{m:g} min, noise x{n:g}",
-                    )
-        ax.set_xscale("log")
-        ax.set_xticks([1.5, 2, 3, 5, 10], ["1.5", "2", "3", "5", "10"])
-        ax.set_xlabel("slowdown (x)")
-        ax.set_title(kind)
-        ax.axhline(0.9, color="grey", linewidth=0.5)
-    axes[0].set_ylabel("recall")
-    axes[-1].legend(fontsize=7)
+                mine = sorted(k for k in keys if k[0] == kind and k[2] == m and k[3] == n)
+                if not mine:
+                    continue
+                style = {
+                    "color": f"C{minutes.index(m) * len(noises) + noises.index(n)}",
+                    "marker": "o",
+                    "linestyle": "-" if n == noises[0] else "--",
+                    "label": f"{m:g} min, noise x{n:g}",
+                }
+                top.plot([k[1] for k in mine], [cells[k].score.recall for k in mine], **style)
+                timed = [(k[1], _median(cells[k].delays_s)) for k in mine if cells[k].delays_s]
+                if timed:
+                    bottom.plot(*zip(*[(x, d / 60) for x, d in timed], strict=True), **style)
+        for ax in (top, bottom):
+            ax.set_xscale("log")
+            ax.set_xticks([1.5, 2, 3, 5, 10], ["1.5", "2", "3", "5", "10"])
+            ax.minorticks_off()
+        top.set_ylim(-0.05, 1.05)
+        top.axhline(0.9, color="grey", linewidth=0.5)
+        top.set_title(kind)
+        bottom.set_xlabel("slowdown (x)")
+    axes[0][0].set_ylabel("recall (every fault)")
+    axes[1][0].set_ylabel("time to detect (min, median)")
+    axes[0][-1].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+def load(path: Path) -> tuple[dict[tuple, Cell], dict[str, Any] | None]:
+    """The cells and fault-free figures a `--json` run saved."""
+    data = json.loads(path.read_text())
+    cells: dict[tuple, Cell] = {}
+    for c in data["cells"]:
+        true_pos, found, n = c["true_pos"], c["found"], c["true"]
+        score = Score(true_pos=true_pos, false_pos=c["false_pos"], found=found, missed=n - found)
+        cells[tuple(c["key"])] = Cell(
+            score, c["delays_s"], c.get("observable", 0), c.get("observable_found", 0)
+        )
+    return cells, data.get("fault_free")
 
 
 def main() -> None:
@@ -320,7 +341,14 @@ def main() -> None:
     ap.add_argument("--seeds", help="comma-separated seeds instead of fresh ones")
     ap.add_argument("--plot", type=Path)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--from-json", type=Path, help="report and plot a saved --json run")
     args = ap.parse_args()
+    if args.from_json:
+        cells, free = load(args.from_json)
+        print(report(cells, free))
+        if args.plot:
+            plot(cells, args.plot)
+        return
     args.magnitudes = [float(x) for x in args.magnitudes.split(",")]
     args.minutes = [float(x) for x in args.minutes.split(",")]
     args.noise = [float(x) for x in args.noise.split(",")]
