@@ -287,8 +287,13 @@ app.add_typer(users.user_app, name="user")
 
 
 def main() -> None:
+    from iolens.present.cli import forward
+
     try:
-        app()
+        try:
+            app()
+        except forward.Forward as fw:  # a server owns the store: the command runs there
+            sys.exit(forward.run(fw))
     except IolensError as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(2)

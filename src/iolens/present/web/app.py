@@ -3,6 +3,7 @@ web pages, their static assets and the API docs, every route behind `auth.author
 
 from __future__ import annotations
 
+import getpass
 import mimetypes
 import threading
 import time
@@ -21,7 +22,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from iolens.ingest.http import IngestService
 from iolens.ingest.http import router as ingest_router
 from iolens.present import api
-from iolens.present.web import pages, rest, scope
+from iolens.present.web import pages, rest, run, scope
 from iolens.present.web.accounts import Accounts, session_secret
 from iolens.present.web.auth import (
     Authenticator,
@@ -177,9 +178,13 @@ def _preload(env: Environment) -> None:
 
 
 def create_app(
-    store: Store, tokens: Iterable[str] = (), config: WebConfig | None = None
+    store: Store,
+    tokens: Iterable[str] = (),
+    config: WebConfig | None = None,
+    owner_token: str | None = None,
 ) -> FastAPI:
-    """The server on one store; `tokens` are the agent tokens, `config` the `[web]` table."""
+    """The server on one store; `tokens` are the agent tokens, `config` the `[web]` table,
+    `owner_token` the token of the account running the server (an admin)."""
     service = IngestService(store, tokens)
     app = FastAPI(
         title="iolens",
@@ -199,7 +204,8 @@ def create_app(
     with service.lock:
         secret = session_secret(store)
     accounts = Accounts(store, service.lock, readers.reader)
-    auth = Authenticator(accounts, secret, set(service.tokens), config or WebConfig())
+    auth = Authenticator(accounts, secret, set(service.tokens), config or WebConfig(), owner_token)
+    auth.owner_name = getpass.getuser()
     app.state.auth = auth
     web = Web(service, readers, PlotCache(), environment(), auth)
     app.state.web = web
@@ -208,6 +214,7 @@ def create_app(
     gate = [Depends(authorize)]
     app.include_router(ingest_router(service), dependencies=gate)
     app.include_router(api.router(service, readers), dependencies=gate)
+    app.include_router(run.router(service, accounts), dependencies=gate)
     app.include_router(rest.router(web), dependencies=gate)
     app.include_router(pages.router(web), dependencies=gate)
     app.include_router(docs_router(app, web), dependencies=gate)

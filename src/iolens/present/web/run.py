@@ -1,0 +1,186 @@
+"""`POST /api/v1/run`: any CLI command, run by the server on the store it owns.
+
+The body is a tar (gzip): `.iolens-request.json` (`{"op", "params", "inputs", "outputs",
+"width", "color"}`, see `iolens.present.cli.forward`) and the input files under
+`in/<absolute path>`. The answer streams NDJSON events: `{"out"}`/`{"err"}` text,
+`{"progress"}`, `{"file": {"param", "data"}}` (base64 of a file the command wrote),
+`{"error"}` (the command's `error:` line) and last `{"exit": status}`.
+
+Who may run what is `iolens.present.ops`; a user's call is narrowed to their own jobs
+here, with the same `scope.visible_job` as the web pages (someone else's job is "not in
+the store", like an unknown one). Refusals are 403 before anything runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import tarfile
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from iolens.errors import InputError, IolensError
+from iolens.present.ops import OPS, Access
+from iolens.present.web.auth import Principal
+from iolens.present.web.scope import visible_job
+from iolens.store.base import Store
+
+if TYPE_CHECKING:
+    from iolens.ingest.http import IngestService
+    from iolens.present.web.accounts import Accounts
+
+REQUEST_MEMBER = ".iolens-request.json"
+MAX_REQUEST_BYTES = 1 << 20
+
+
+def refusal(access: Access, who: Principal) -> str | None:
+    """Why `who` may not run an operation of this access class, or None."""
+    if access == "user" or (access in ("read", "ingest") and who.admin):
+        return None
+    if access == "admin" and who.admin and not who.agent:
+        return None
+    if access == "admin" and who.agent:
+        return "agent tokens cannot run this: use an administrator's token"
+    return "administrators only"
+
+
+def user_scope(op: str, who: Principal) -> Any:
+    """The check a user's call of `op` passes through: their own jobs only."""
+
+    def check(store: Store, params: dict[str, Any]) -> dict[str, Any]:
+        if who.admin:
+            return params
+        if op == "jobs":
+            return {**params, "user": who.name}
+        if op in ("job", "report", "interference"):
+            visible_job(store, who, params["job_id"])
+        elif op == "compare":
+            if params.get("tag"):
+                raise IolensError("--tag looks at every user's runs: administrators only")
+            for job_id in params.get("job_ids") or []:
+                visible_job(store, who, job_id)
+        elif op == "findings" and not params.get("codes"):
+            if not params.get("job"):
+                raise IolensError("findings across all jobs are for administrators: give --job")
+            visible_job(store, who, params["job"])
+        return params
+
+    return check
+
+
+def router(service: IngestService, accounts: Accounts) -> APIRouter:
+    from iolens.present.cli.hosted import run_command
+
+    r = APIRouter(prefix="/api/v1", tags=["query"])
+
+    @r.post("/run")
+    async def run(request: Request) -> Response:
+        """Run an `iolens` command on the server's store (what the CLI does by itself when
+        a server owns the store); body: tar of the request and its input files."""
+        who: Principal = request.state.principal
+        root = Path(tempfile.mkdtemp(prefix="iolens-run-"))
+        try:
+            body = root / "body.tar"
+            with open(body, "wb") as f:
+                async for chunk in request.stream():
+                    f.write(chunk)
+            req = _unpack(body, root)
+            op = req.get("op")
+            if op not in OPS:
+                raise InputError("request", f"no command `iolens {op}` runs on the server")
+            why = refusal(OPS[op].access, who)
+            if why is not None:
+                shutil.rmtree(root, ignore_errors=True)
+                return JSONResponse({"detail": f"iolens {op}: {why}"}, status_code=403)
+            params, rewrites, outputs = _localise(req, root)
+        except (InputError, tarfile.TarError, ValueError, KeyError, TypeError) as exc:
+            shutil.rmtree(root, ignore_errors=True)
+            return JSONResponse({"detail": f"bad run request: {exc}"}, status_code=400)
+
+        events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+
+        def rewrite(text: str) -> str:
+            for server_path, client_path in rewrites:
+                text = text.replace(server_path, client_path)
+            return text
+
+        def work() -> None:
+            try:
+                status = run_command(
+                    op,
+                    params,
+                    service.store,
+                    service.lock,
+                    events.put,
+                    check=user_scope(op, who),
+                    rewrite=rewrite,
+                    width=int(req.get("width") or 120),
+                    color=req.get("color"),
+                )
+                if op in ("user add", "user remove"):
+                    accounts.reload()  # the new token works at once
+                for name, path in outputs.items():
+                    if path.is_file():
+                        import base64
+
+                        data = base64.b64encode(path.read_bytes()).decode()
+                        events.put({"file": {"param": name, "data": data}})
+                events.put({"exit": status})
+            finally:
+                events.put(None)
+                shutil.rmtree(root, ignore_errors=True)
+
+        def stream() -> Iterator[bytes]:
+            while (event := events.get()) is not None:
+                yield (json.dumps(event) + "\n").encode()
+
+        threading.Thread(target=work, name=f"iolens-run-{op}", daemon=True).start()
+        return StreamingResponse(stream(), media_type="application/x-ndjson")
+
+    return r
+
+
+def _unpack(body: Path, root: Path) -> dict[str, Any]:
+    """The request, and its inputs extracted under `root/in` (tar's data filter: no
+    absolute names, no `..`, no devices or links out of the tree)."""
+    with tarfile.open(body, mode="r:*") as tar:
+        member = tar.getmember(REQUEST_MEMBER)
+        if member.size > MAX_REQUEST_BYTES:
+            raise ValueError("request too large")
+        handle = tar.extractfile(member)
+        req = json.loads(handle.read() if handle else b"{}")
+        inputs = [m for m in tar.getmembers() if m.name == "in" or m.name.startswith("in/")]
+        tar.extractall(root, members=inputs, filter="data")
+    body.unlink()
+    if not isinstance(req, dict) or not isinstance(req.get("params"), dict):
+        raise ValueError("no params")
+    return req
+
+
+def _localise(
+    req: dict[str, Any], root: Path
+) -> tuple[dict[str, Any], list[tuple[str, str]], dict[str, Path]]:
+    """Options pointing at the uploaded copies and at files to send back; the text
+    replacements that make messages name the client's paths again."""
+    params = dict(req["params"])
+    inside = str(root / "in")
+    for name, paths in (req.get("inputs") or {}).items():
+        local = [inside + os.path.abspath(str(p)) for p in paths]
+        params[name] = local if isinstance(params.get(name), list) else (local or [None])[0]
+    outputs: dict[str, Path] = {}
+    rewrites = [(inside, "")]
+    for name, client_path in (req.get("outputs") or {}).items():
+        target = root / "out" / name / (Path(str(client_path)).name or "out")
+        target.parent.mkdir(parents=True)
+        params[name] = str(target)
+        outputs[name] = target
+        rewrites.insert(0, (str(target), str(client_path)))
+    return params, rewrites, outputs
