@@ -73,13 +73,14 @@ def progress(enabled: bool = True) -> Iterator[Progress]:
         yield bar
 
 
-def open_db(db: Path | None, *, create: bool = False) -> Store:
+def open_db(db: Path | None, *, create: bool = False, op: str | None = None) -> Store:
     """The store of `--db`, or the way to it.
 
     Inside the server, the server's own store (lent: closing it is a no-op). Outside, when
     a server owns the store (`iolens.present.cli.forward.route`), `Forward` carries the
     command to it; a store locked by a process that no server answers for is one clear
-    error naming both ways out."""
+    error naming both ways out. `op` is the command the server would run, when it is not
+    the one running here (`iolens trace` stores through `import trace`)."""
     served = SERVED.get()
     if served is not None:
         lent = copy.copy(served.store)
@@ -89,7 +90,7 @@ def open_db(db: Path | None, *, create: bool = False) -> Store:
     from iolens.store import open_store
     from iolens.store.duckdb_store import StoreLocked
 
-    forward.route(db)  # raises Forward when a server owns this store
+    forward.route(db, op)  # raises Forward when a server owns this store
     try:
         return open_store(str(db) if db else None, create=create)
     except StoreLocked as exc:

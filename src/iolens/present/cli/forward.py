@@ -66,8 +66,8 @@ def clicklib() -> tuple[Any, Any, type[Exception]]:
     return stack.get_current_context, core.Context, exceptions.ClickException
 
 
-def route(db: Path | None) -> None:
-    """Raise `Forward` when a server owns the store of this command; else return."""
+def route(db: Path | None, op: str | None = None) -> None:
+    """Raise `Forward` when a server owns the store of this command (or of `op`)."""
     from iolens.store import default_db_path
 
     ctx = clicklib()[0](silent=True)
@@ -75,15 +75,15 @@ def route(db: Path | None) -> None:
         return
     store = Path(db) if db else default_db_path()
     env_url = os.environ.get("IOLENS_SERVER")
+    op = op or op_name(ctx)
     if env_url and not _typed(ctx, "db"):
-        if op_name(ctx) not in OPS:
+        if op not in OPS:
             return  # a command the server does not run: it opens the file as before
         server = discovery.Server(env_url, token=discovery.owner_token(store))
     else:
         server = discovery.find(store)
         if server is None:
             return
-    op = op_name(ctx)
     if op not in OPS:
         pid = f" (pid {server.pid})" if server.pid else ""
         if op == "serve":

@@ -123,8 +123,20 @@ def run_command(
                     if check is not None:
                         params = check(store, params)
                     cmd, ctx = _command(op)
-                    ctx.params = dict(params)
-                    ctx.invoke(cmd.callback, **params)
+                    known = {p.name for p in cmd.params}
+                    unknown = sorted(set(params) - known)
+                    if unknown:  # a client of another iolens version
+                        raise IolensError(
+                            f"this server's `iolens {op}` has no option {', '.join(unknown)}: "
+                            "is the client's iolens the server's version?"
+                        )
+                    # as parsing would have typed them: strings to paths, lists to tuples
+                    ctx.params = {
+                        p.name: p.process_value(ctx, params[p.name])
+                        for p in cmd.params
+                        if p.name in params
+                    }
+                    ctx.invoke(cmd.callback, **ctx.params)
                     return 0
                 except typer.Exit as exc:
                     return int(exc.exit_code)

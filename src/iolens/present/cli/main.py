@@ -7,6 +7,7 @@ prints one `error:` line and exits with status 2, never a traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -293,7 +294,11 @@ def main() -> None:
         try:
             app()
         except forward.Forward as fw:  # a server owns the store: the command runs there
-            sys.exit(forward.run(fw))
+            try:
+                sys.exit(forward.run(fw))
+            except BrokenPipeError:  # `| head`: stop quietly, as a local run would
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                sys.exit(141)
     except IolensError as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(2)
