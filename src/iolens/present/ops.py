@@ -30,6 +30,9 @@ class Op:
     access: Access
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
+    #: (table, column) where the command stores its inputs' paths: the server puts the
+    #: client's paths back there, as an import on the client's machine would have stored.
+    stored_paths: tuple[tuple[str, str], ...] = ()
 
 
 OPS: dict[str, Op] = {
@@ -51,8 +54,8 @@ OPS: dict[str, Op] = {
     "import trace": Op("ingest", inputs=("paths",)),
     "import sacct": Op("ingest", inputs=("file",)),
     "import lustre": Op("ingest", inputs=("directory",)),
-    "import darshan": Op("ingest", inputs=("paths",)),
-    "import io500": Op("ingest", inputs=("paths",)),
+    "import darshan": Op("ingest", inputs=("paths",), stored_paths=(("darshan_logs", "path"),)),
+    "import io500": Op("ingest", inputs=("paths",), stored_paths=(("io500_runs", "path"),)),
     "site topology": Op("ingest", inputs=("file",)),
     # administration
     "user add": Op("admin"),

@@ -114,7 +114,7 @@ def serve(
         scheduler.stop()
         store.close()
         discovery.withdraw(path)
-        err.print(f"iolens serve: stopped; {path} is free again", highlight=False)
+        err.print(f"iolens serve: stopped; {path} is free again", highlight=False, soft_wrap=True)
 
 
 def _run(app: object, host: str, port: int, store: Path | None, owner: str | None) -> None:

@@ -125,6 +125,8 @@ def router(service: IngestService, accounts: Accounts) -> APIRouter:
                     width=int(req.get("width") or 120),
                     color=req.get("color"),
                 )
+                if OPS[op].stored_paths:
+                    _restore_paths(service, OPS[op].stored_paths, str(root / "in"))
                 if op in ("user add", "user remove"):
                     accounts.reload()  # the new token works at once
                 for name, path in outputs.items():
@@ -146,6 +148,18 @@ def router(service: IngestService, accounts: Accounts) -> APIRouter:
         return StreamingResponse(stream(), media_type="application/x-ndjson")
 
     return r
+
+
+def _restore_paths(
+    service: IngestService, columns: tuple[tuple[str, str], ...], inside: str
+) -> None:
+    """The client's paths where the command stored the uploaded copies' paths."""
+    with service.lock:
+        for table, column in columns:
+            service.store.execute(
+                f"UPDATE {table} SET {column} = substr({column}, ?) WHERE starts_with({column}, ?)",
+                [len(inside) + 1, inside + "/"],
+            )
 
 
 def _unpack(body: Path, root: Path) -> dict[str, Any]:
