@@ -113,3 +113,28 @@ def test_locked_store_without_a_server_keeps_the_trace_in_the_spool(env, tmp_pat
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["files"] == len(kept)
     assert job(env, db, "t3")["read_bytes"] >= 5
+
+
+def test_a_user_stores_their_own_traces_through_the_server_and_only_those(env, tmp_path):
+    db = tmp_path / "s.duckdb"
+    proc = start_server(db, free_port(), tmp_path / "log")
+    try:
+        made = run_cli("user", "add", "carol", "--db", str(db), "--json", env=env)
+        assert made.returncode == 0, made.stderr
+        carol = {**env, "IOLENS_TOKEN": json.loads(made.stdout)["token"], "USER": "carol"}
+        res = trace(carol, db, "c1", "exit 0")
+        assert res.returncode == 0 and json.loads(res.stdout)["stored"] is True, res.stderr
+        assert job(carol, db, "c1")["user"] == "carol"
+        # someone else's processes are not carol's to load: kept, and said so
+        spool = tmp_path / "spool"
+        res = trace({**carol, "USER": "dave"}, db, "c2", "exit 4", "--spool", str(spool))
+        assert res.returncode == 4
+        assert "a trace of user dave; you may load your own only" in res.stderr
+        assert json.loads(res.stdout)["stored"] is False and list(spool.glob("*.iolens"))
+        # nor may her traces join another user's job
+        dave = trace({**env, "USER": "dave"}, db, "d1", "exit 0")  # the owner's token
+        assert json.loads(dave.stdout)["stored"] is True, dave.stderr
+        res = trace(carol, db, "d1", "exit 0", "--spool", str(spool))
+        assert res.returncode == 0 and "job d1 is another user's" in res.stderr
+    finally:
+        stop(proc)

@@ -7,7 +7,9 @@ same command function against the store it owns, and streams back what it printe
 Access, checked by the server on the caller `auth.authorize` resolved:
 
 - `user`: any logged-in user, scoped to their own jobs (a job argument must be theirs;
-  `jobs` lists theirs only); admins and agent tokens see everything, as in `/api/v1`;
+  `jobs` lists theirs only; `import trace` loads their own processes' traces, so
+  `iolens trace` works for everyone); admins and agent tokens see everything, as in
+  `/api/v1`;
 - `read`: every job or component at once (anomalies, load, series...): admins and agents;
 - `ingest`: imports: admins, and agent tokens (which may post any batch already);
 - `admin`: accounts, re-analysis and alerts: administrators only, never an agent token.
@@ -51,7 +53,7 @@ OPS: dict[str, Op] = {
     "expect": Op("read", outputs=("plot",)),
     "user list": Op("admin"),
     # imports
-    "import trace": Op("ingest", inputs=("paths",)),
+    "import trace": Op("user", inputs=("paths",)),  # users: their own traces (`iolens trace`)
     "import sacct": Op("ingest", inputs=("file",)),
     "import lustre": Op("ingest", inputs=("directory",)),
     "import darshan": Op("ingest", inputs=("paths",), stored_paths=(("darshan_logs", "path"),)),

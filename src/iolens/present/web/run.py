@@ -7,8 +7,9 @@ The body is a tar (gzip): `.iolens-request.json` (`{"op", "params", "inputs", "o
 `{"error"}` (the command's `error:` line) and last `{"exit": status}`.
 
 Who may run what is `iolens.present.ops`; a user's call is narrowed to their own jobs
-here, with the same `scope.visible_job` as the web pages (someone else's job is "not in
-the store", like an unknown one). Refusals are 403 before anything runs.
+here (and their own traces, into their own jobs), with the same `scope.visible_job` as the
+web pages (someone else's job is "not in the store", like an unknown one). Refusals of a
+whole command are 403 before anything runs.
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ def user_scope(op: str, who: Principal) -> Any:
                 raise IolensError("--tag looks at every user's runs: administrators only")
             for job_id in params.get("job_ids") or []:
                 visible_job(store, who, job_id)
+        elif op == "import trace":
+            _own_traces(store, who, params)
         elif op == "findings" and not params.get("codes"):
             if not params.get("job"):
                 raise IolensError("findings across all jobs are for administrators: give --job")
@@ -74,6 +77,23 @@ def user_scope(op: str, who: Principal) -> Any:
         return params
 
     return check
+
+
+def _own_traces(store: Store, who: Principal, params: dict[str, Any]) -> None:
+    """A user may load traces of their own processes into their own (or new) jobs."""
+    from iolens.ingest.importers.trace import spool_files
+    from iolens.tracefile.reader import read
+
+    job_ids = {params["job_id"]} if params.get("job_id") else set()
+    for path in spool_files([Path(p) for p in params.get("paths") or []]):
+        raw = read(path)
+        if raw.user != who.name:
+            raise IolensError(f"{path}: a trace of user {raw.user}; you may load your own only")
+        job_ids.add(params.get("job_id") or raw.job_id)
+    for job_id in sorted(job_ids):
+        rows = store.query('SELECT "user" FROM jobs WHERE job_id = ?', [job_id]).to_pylist()
+        if rows and rows[0]["user"] != who.name:
+            raise IolensError(f"job {job_id} is another user's: give your trace its own --job-id")
 
 
 def router(service: IngestService, accounts: Accounts) -> APIRouter:
