@@ -217,6 +217,17 @@ def test_imports_report_and_load_what_offline_imports_do(world: World, tmp_path:
     assert len(json.loads(remote)) > len(world.jobs)
     remote, direct = both(world, "expect", "--json")
     assert remote == direct and len(json.loads(remote)["runs"]) == 2
+    plot = tmp_path / "box.svg"
+    res = cli("expect", "--plot", str(plot), "--db", str(world.served))
+    assert res.returncode == 0, res.stderr
+    assert plot.read_text().lstrip().startswith(("<?xml", "<svg")) and str(plot) in res.stdout
+
+
+def test_reanalysis_runs_on_the_server(world: World):
+    remote, direct = both(world, "analyze", "--json")
+    assert remote == direct
+    done = json.loads(remote)
+    assert done["jobs"] >= len(world.jobs) and done["findings"] and done["anomalies"] > 0
 
 
 def test_an_import_streams_progress_from_the_server(world: World, tmp_path: Path):
@@ -278,6 +289,9 @@ def test_users_see_their_own_jobs_and_admin_work_needs_an_admin(world: World):
         cli("user", "add", "mallory", "--db", str(world.served), env=agent),
         "agent tokens cannot run this",
     )
+    gone = cli("user", "remove", "carol", "--db", str(world.served))
+    assert gone.returncode == 0 and "removed user carol" in gone.stdout
+    one_error_line(cli("jobs", "--db", str(world.served), env=carol), "refused the credentials")
     wrong = {**ENV, "IOLENS_TOKEN": "iol_00000000_nopenopenopenopenopenope"}
     one_error_line(
         cli("jobs", "--db", str(world.served), env=wrong), "refused the credentials", "IOLENS_TOKEN"
