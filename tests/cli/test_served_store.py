@@ -379,3 +379,31 @@ def test_pack_keeps_absolute_paths_for_the_server(tmp_path: Path):
     with tarfile.open(fileobj=body) as tar:
         names = tar.getnames()
     assert f"in{tmp_path}/logs/a.darshan" in names and forward.REQUEST_MEMBER in names
+
+
+def test_the_client_draws_the_servers_progress_on_its_terminal(world: World, tmp_path: Path):
+    captures = make_dir(tmp_path / "captures")
+    args = ["import", "lustre", str(captures), "--host", "fwd7"]
+    main, terminal = os.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "iolens", *args, "--db", str(world.served)],
+        stdout=subprocess.PIPE,
+        stderr=terminal,
+        env={**ENV, "COLUMNS": "100"},
+    )
+    os.close(terminal)
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # the terminal closed
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    stdout, _ = proc.communicate(timeout=120)
+    os.close(main)
+    assert proc.returncode == 0
+    assert b"importing captures" in drawn and b"3/3" in drawn
+    assert b"Imported 3 of 3 sample folder(s) as host fwd7" in stdout
+    assert cli(*args, "--db", str(world.local)).returncode == 0  # keep both copies alike

@@ -275,6 +275,7 @@ class _Bars:
             console=console,
             transient=True,
             disable=not console.is_terminal,
+            redirect_stdout=False,  # the command's output stays on stdout (pipes, --json)
         )
         self.tasks: dict[int, Any] = {}
         self.bar.__enter__()
