@@ -139,7 +139,7 @@ def call(
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     base = url.rstrip("/")
     error: str | None = None
-    status = 1
+    status: int | None = None
     with tempfile.TemporaryFile() as body:
         _pack(body, request, [p for ps in inputs.values() for p in ps])
         try:
@@ -175,6 +175,8 @@ def call(
             raise IolensError(f"cannot reach iolens server at {base}: {exc}") from None
     if error is not None:
         raise IolensError(error)
+    if status is None:
+        raise IolensError(f"iolens server at {base} stopped before `iolens {op}` finished")
     return status
 
 

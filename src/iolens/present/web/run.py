@@ -206,11 +206,17 @@ def _localise(
     replacements that make messages name the client's paths again."""
     params = dict(req["params"])
     inside = str(root / "in")
+    rewrites: list[tuple[str, str]] = []
     for name, paths in (req.get("inputs") or {}).items():
         local = [inside + os.path.abspath(str(p)) for p in paths]
+        typed = params.get(name)
+        typed = typed if isinstance(typed, list) else [typed]
+        # messages name the paths as they were typed (`logs/a.darshan`, not `/home/...`)
+        rewrites += [(lp, str(t)) for lp, t in zip(local, typed, strict=False) if t is not None]
         params[name] = local if isinstance(params.get(name), list) else (local or [None])[0]
+    rewrites.sort(key=lambda r: -len(r[0]))  # the most specific first
+    rewrites.append((inside, ""))  # anything else under the upload: its absolute path
     outputs: dict[str, Path] = {}
-    rewrites = [(inside, "")]
     for name, client_path in (req.get("outputs") or {}).items():
         target = root / "out" / name / (Path(str(client_path)).name or "out")
         target.parent.mkdir(parents=True)
