@@ -246,7 +246,7 @@ def _refused(base: str, res: Any) -> IolensError:
         detail = res.text.strip()[:200]
     if res.status_code == 401:
         return IolensError(
-            f"iolens server at {base} refused the credentials ({detail}): set IOLENS_TOKEN to "
+            f"iolens server at {base} refused the token ({detail}): set IOLENS_TOKEN to "
             "your `iolens user add` token, or run as the account that runs the server"
         )
     if res.status_code == 404 and not detail:

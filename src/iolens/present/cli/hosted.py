@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 Emit = Callable[[dict[str, Any]], None]
 
 _ONE_AT_A_TIME = threading.Lock()  # the consoles and sys.stdout are process-wide
+_running = ""  # the command holding it, for whoever waits
 
 
 class _Capture:
@@ -111,10 +112,32 @@ def run_command(
 ) -> int:
     """Run `iolens OP` with `params` on `store`; its exit status. `check` may refuse the
     call or narrow its options first (a user's own jobs), with the store at hand."""
+    global _running
+    if not _ONE_AT_A_TIME.acquire(blocking=False):
+        emit({"err": f"iolens: waiting for `iolens {_running}` to finish on the server\n"})
+        _ONE_AT_A_TIME.acquire()
+    _running = op
+    try:
+        return _run_locked(op, params, store, lock, emit, check, rewrite, width, color)
+    finally:
+        _ONE_AT_A_TIME.release()
+
+
+def _run_locked(
+    op: str,
+    params: dict[str, Any],
+    store: Store,
+    lock: AbstractContextManager[Any],
+    emit: Emit,
+    check: Callable[[Store, dict[str, Any]], dict[str, Any]] | None,
+    rewrite: Callable[[str], str],
+    width: int,
+    color: str | None,
+) -> int:
     import typer
 
     click_error = clicklib()[2]
-    with _ONE_AT_A_TIME, lock:
+    with lock:
         token = SERVED.set(Served(store, emit))
         failure: Exception | None = None
         try:

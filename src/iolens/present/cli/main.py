@@ -71,7 +71,8 @@ def jobs(
     """List jobs with their I/O mode and volumes."""
     from iolens.present import views
 
-    if server and remote.use_server(ctx, db, server):
+    server, token = remote.target(ctx, db, server, token)
+    if server:
         rows = remote.get(server, token, "/api/v1/jobs", {"user": user, "limit": limit})
     else:
         with open_db(db) as store:
@@ -103,7 +104,8 @@ def job(
 
     from iolens.present import views
 
-    if server and remote.use_server(ctx, db, server):
+    server, token = remote.target(ctx, db, server, token)
+    if server:
         path = f"/api/v1/jobs/{quote(job_id, safe='')}"
         rep = remote.get(server, token, path, {"layers": "true"} if layers else {})
     else:
@@ -143,7 +145,8 @@ def series(
         views.parse_since(since)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="'--since'") from None
-    if server and remote.use_server(ctx, db, server):
+    server, token = remote.target(ctx, db, server, token)
+    if server:
         params = {"kind": kind, "component": component, "metric": metric, "since": since}
         rows = remote.get(server, token, "/api/v1/series", {**params, "limit": limit})
     else:

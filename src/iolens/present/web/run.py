@@ -59,7 +59,9 @@ def user_scope(op: str, who: Principal) -> Any:
     def check(store: Store, params: dict[str, Any]) -> dict[str, Any]:
         if who.admin:
             return params
-        if op == "jobs":
+        if op == "jobs":  # as /api/v1/jobs: another user's name lists nothing
+            if params.get("user") not in (None, who.name):
+                raise IolensError(f"user {params['user']}'s jobs are not yours to list")
             return {**params, "user": who.name}
         if op in ("job", "report", "interference"):
             visible_job(store, who, params["job_id"])
