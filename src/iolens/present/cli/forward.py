@@ -14,6 +14,7 @@ token), the server's owner token beside the store (readable by the server's acco
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import sys
@@ -218,8 +219,6 @@ def _pack(body: IO[bytes], request: dict[str, Any], paths: list[str]) -> None:
         data = json.dumps(request).encode()
         info = tarfile.TarInfo(REQUEST_MEMBER)
         info.size = len(data)
-        import io
-
         tar.addfile(info, io.BytesIO(data))
         for p in paths:
             if os.path.exists(p):

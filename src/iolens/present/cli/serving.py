@@ -148,8 +148,11 @@ def _run(app: object, host: str, port: int, store: Path | None, owner: str | Non
             return
         owns = "a dataset"
         if store is not None and owner is not None:
-            discovery.announce(store, url, owner)
-            owns = f"{store} (commands find it there: {discovery.server_file(store).name})"
+            try:
+                discovery.announce(store, url, owner)
+                owns = f"{store} (commands find it there: {discovery.server_file(store).name})"
+            except OSError as exc:
+                owns = f"{store} (not announced: {exc.strerror or exc}; set IOLENS_SERVER={url})"
         err.print(
             f"iolens serve: listening on http://{host}:{port}, owning {owns}; "
             f"stop it with Ctrl-C or `kill {os.getpid()}`",
