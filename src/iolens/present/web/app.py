@@ -3,6 +3,7 @@ web pages, their static assets and the API docs, every route behind `auth.author
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import mimetypes
 import threading
@@ -205,7 +206,8 @@ def create_app(
         secret = session_secret(store)
     accounts = Accounts(store, service.lock, readers.reader)
     auth = Authenticator(accounts, secret, set(service.tokens), config or WebConfig(), owner_token)
-    auth.owner_name = getpass.getuser()
+    with contextlib.suppress(KeyError, OSError):  # no name for this uid: keep "owner"
+        auth.owner_name = getpass.getuser()  # the account the owner token stands for
     app.state.auth = auth
     web = Web(service, readers, PlotCache(), environment(), auth)
     app.state.web = web
