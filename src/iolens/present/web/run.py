@@ -42,6 +42,18 @@ REQUEST_MEMBER = ".iolens-request.json"
 MAX_REQUEST_BYTES = 1 << 20
 
 
+class _Refused(Exception):
+    """A command this caller may not run (403)."""
+
+
+def _allowed(op: object, who: Principal) -> None:
+    if not isinstance(op, str) or op not in OPS:
+        raise InputError("request", f"no command `iolens {op}` runs on the server")
+    why = refusal(OPS[op].access, who)
+    if why is not None:
+        raise _Refused(f"iolens {op}: {why}")
+
+
 def refusal(access: Access, who: Principal) -> str | None:
     """Why `who` may not run an operation of this access class, or None."""
     if access == "user" or (access in ("read", "ingest") and who.admin):
@@ -114,19 +126,16 @@ def router(service: IngestService, accounts: Accounts) -> APIRouter:
             with open(body, "wb") as f:
                 async for chunk in request.stream():
                     f.write(chunk)
-            req = _unpack(body, root)
-            op = req.get("op")
-            if op not in OPS:
-                raise InputError("request", f"no command `iolens {op}` runs on the server")
-            why = refusal(OPS[op].access, who)
-            if why is not None:
-                shutil.rmtree(root, ignore_errors=True)
-                return JSONResponse({"detail": f"iolens {op}: {why}"}, status_code=403)
+            req = _unpack(body, root, lambda op: _allowed(op, who))
             params, rewrites, outputs = _localise(req, root)
+        except _Refused as exc:
+            shutil.rmtree(root, ignore_errors=True)
+            return JSONResponse({"detail": str(exc)}, status_code=403)
         except (InputError, tarfile.TarError, ValueError, KeyError, TypeError) as exc:
             shutil.rmtree(root, ignore_errors=True)
             return JSONResponse({"detail": f"bad run request: {exc}"}, status_code=400)
 
+        op = req["op"]
         events: queue.Queue[dict[str, Any] | None] = queue.Queue()
 
         def rewrite(text: str) -> str:
@@ -184,20 +193,22 @@ def _restore_paths(
             )
 
 
-def _unpack(body: Path, root: Path) -> dict[str, Any]:
-    """The request, and its inputs extracted under `root/in` (tar's data filter: no
-    absolute names, no `..`, no devices or links out of the tree)."""
+def _unpack(body: Path, root: Path, allowed: Any) -> dict[str, Any]:
+    """The request; once `allowed(op)` accepts it, its inputs extracted under `root/in`
+    (tar's data filter: no absolute names, no `..`, no devices or links out of the tree)."""
     with tarfile.open(body, mode="r:*") as tar:
         member = tar.getmember(REQUEST_MEMBER)
         if member.size > MAX_REQUEST_BYTES:
             raise ValueError("request too large")
         handle = tar.extractfile(member)
         req = json.loads(handle.read() if handle else b"{}")
-        inputs = [m for m in tar.getmembers() if m.name == "in" or m.name.startswith("in/")]
-        tar.extractall(root, members=inputs, filter="data")
+        if not isinstance(req, dict) or not isinstance(req.get("params"), dict):
+            raise ValueError("no params")
+        allowed(req.get("op"))
+        if OPS[req["op"]].inputs:
+            inputs = [m for m in tar.getmembers() if m.name == "in" or m.name.startswith("in/")]
+            tar.extractall(root, members=inputs, filter="data")
     body.unlink()
-    if not isinstance(req, dict) or not isinstance(req.get("params"), dict):
-        raise ValueError("no params")
     return req
 
 
