@@ -60,8 +60,10 @@ def serve(
 ) -> None:
     """Run the server for agents, `--server` queries, the web UI and the REST API.
 
-    Agents ship batches to it, `--server` queries read from it, people
-    use its web UI and REST API (`iolens user add`); /healthz and /metrics describe it.
+    Agents ship batches to it, people use its web UI and REST API (`iolens user add`);
+    /healthz and /metrics describe it. It owns the store: it announces itself beside it
+    (`STORE.server`, and `STORE.server-token` for its own account), and every other command
+    given that store runs through it (docs/cli.md).
     Ended jobs and components are analysed in the background. With `--dataset` (or
     `--site-config`) the store is a Parquet dataset instead of `--db`: one server per `--group`
     ingests, one without `--group` queries and analyses (docs/scale-out.md)."""
