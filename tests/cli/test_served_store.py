@@ -166,6 +166,19 @@ def test_anomalies_run_the_detectors_on_the_server(world: World):
     assert strip == want and strip, "the simulation plants faults the detectors find"
 
 
+def test_alerts_check_reads_its_config_from_the_client(world: World, tmp_path: Path):
+    config = tmp_path / "alerts.toml"
+    dead = f"http://127.0.0.1:{free_port()}/hook"
+    config.write_text(f'[alerts]\nwebhook_url = "{dead}"\nmax_age_hours = 1000000\ntimeout_s = 1\n')
+    both(world, "anomalies", "--json")  # the same episodes on both sides first
+    remote = cli("alerts", "check", "--config", str(config), "--json", "--db", str(world.served))
+    direct = cli("alerts", "check", "--config", str(config), "--json", "--db", str(world.local))
+    assert remote.returncode == direct.returncode == 1, remote.stderr  # the webhook is down
+    sent, want = json.loads(remote.stdout), json.loads(direct.stdout)
+    assert sent["due"] == want["due"] > 0 and sent["failed"] == want["failed"] == sent["due"]
+    assert [a["episode"] for a in sent["attempts"]] == [a["episode"] for a in want["attempts"]]
+
+
 def test_report_file_is_written_where_the_client_asked(world: World, tmp_path: Path):
     job_id = str(world.jobs[0]["job_id"])
     res = cli("report", job_id, "--html", str(tmp_path / "r.html"), "--db", str(world.served))
