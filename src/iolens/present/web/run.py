@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
 from iolens.errors import InputError, IolensError
 from iolens.present.ops import OPS, Access
@@ -126,7 +127,8 @@ def router(service: IngestService, accounts: Accounts) -> APIRouter:
             with open(body, "wb") as f:
                 async for chunk in request.stream():
                     f.write(chunk)
-            req = _unpack(body, root, lambda op: _allowed(op, who))
+            # extracting thousands of files must not hold up the event loop (ingest)
+            req = await run_in_threadpool(_unpack, body, root, lambda op: _allowed(op, who))
             params, rewrites, outputs = _localise(req, root)
         except _Refused as exc:
             shutil.rmtree(root, ignore_errors=True)
