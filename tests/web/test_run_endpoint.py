@@ -91,3 +91,13 @@ def test_bad_requests_are_400_and_nothing_escapes_the_upload(client, tmp_path):
     hostile = body("import sacct", {"file": "x"}, [(f"in/../../../../..{escape}", b"x")])
     res = run(client, admin, hostile)
     assert res.status_code == 400 and not escape.exists()
+
+
+def test_a_users_upload_is_bounded(client, monkeypatch):
+    from iolens.present.web import run as run_module
+
+    monkeypatch.setattr(run_module, "MAX_USER_UPLOAD_BYTES", 1000)
+    big = body("import trace", {"paths": ["x"]}, [("in/x/a.iolens", b"x" * 5000)])
+    res = run(client, client.users["carol"], big)
+    assert res.status_code == 413 and "stop at 1000 bytes" in res.json()["detail"]
+    assert run(client, client.users["root"], big).status_code == 200  # admins: no bound

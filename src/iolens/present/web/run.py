@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 REQUEST_MEMBER = ".iolens-request.json"
 MAX_REQUEST_BYTES = 1 << 20
+#: What a non-admin may upload with one command (their traces): a disk is not a quota.
+MAX_USER_UPLOAD_BYTES = 1 << 30
 
 
 class _Refused(Exception):
@@ -124,8 +126,14 @@ def router(service: IngestService, accounts: Accounts) -> APIRouter:
         root = Path(tempfile.mkdtemp(prefix="iolens-run-"))
         try:
             body = root / "body.tar"
+            size, limit = 0, None if who.admin else MAX_USER_UPLOAD_BYTES
             with open(body, "wb") as f:
                 async for chunk in request.stream():
+                    size += len(chunk)
+                    if limit is not None and size > limit:
+                        shutil.rmtree(root, ignore_errors=True)
+                        detail = f"uploads of non-admins stop at {limit} bytes"
+                        return JSONResponse({"detail": detail}, status_code=413)
                     f.write(chunk)
             # extracting thousands of files must not hold up the event loop (ingest)
             req = await run_in_threadpool(_unpack, body, root, lambda op: _allowed(op, who))
