@@ -8,6 +8,7 @@ Only DuckDB's built-in features are used, so nothing is downloaded at run time.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,18 @@ from iolens.model.schema import TABLES
 from iolens.store.migrations import LATEST, MIGRATIONS
 
 DEFAULT_DB = Path.home() / ".local" / "share" / "iolens" / "iolens.duckdb"
+
+
+#: DuckDB's words when another process holds the file: 'Conflicting lock is held in EXE (PID N)'.
+_LOCK_HOLDER = re.compile(r"Conflicting lock is held in (.*?) \(PID (\d+)\)")
+
+
+class StoreLocked(StoreError):
+    """Another process (often `iolens serve`) holds the file: DuckDB admits one at a time."""
+
+    def __init__(self, path: Path, program: str, pid: int) -> None:
+        self.path, self.program, self.pid = path, program, pid
+        super().__init__(f"{path} is locked by another process (PID {pid}, {program})")
 
 
 def default_db_path() -> Path:
@@ -46,6 +59,9 @@ class DuckDBStore:
         try:
             self.con = duckdb.connect(str(self.path), read_only=read_only and self.path.exists())
         except duckdb.IOException as exc:
+            locked = _LOCK_HOLDER.search(str(exc))
+            if locked:
+                raise StoreLocked(self.path, locked.group(1), int(locked.group(2))) from None
             raise StoreError(f"cannot open {self.path}: {first_line(exc)}") from None
         except duckdb.Error as exc:
             raise StoreError(

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import copy
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -39,8 +42,26 @@ DbOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON only.")]
 
 
+@dataclass
+class Served:
+    """A command running inside `iolens serve` for a client (`iolens.present.cli.hosted`):
+    the server's store stands in for `--db`, progress goes to `emit` as events."""
+
+    store: Store
+    emit: Callable[[dict[str, Any]], None]
+
+
+SERVED: ContextVar[Served | None] = ContextVar("iolens_served", default=None)
+
+
 @contextmanager
 def progress(enabled: bool = True) -> Iterator[Progress]:
+    served = SERVED.get()
+    if served is not None:
+        from iolens.present.cli.progress_events import EventProgress
+
+        yield EventProgress(served.emit)  # type: ignore[misc]
+        return
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -54,10 +75,28 @@ def progress(enabled: bool = True) -> Iterator[Progress]:
         yield bar
 
 
-def open_db(db: Path | None, *, create: bool = False) -> Store:
-    from iolens.store import open_store
+def open_db(db: Path | None, *, create: bool = False, op: str | None = None) -> Store:
+    """The store of `--db`, or the way to it.
 
-    return open_store(str(db) if db else None, create=create)
+    Inside the server, the server's own store (lent: closing it is a no-op). Outside, when
+    a server owns the store (`iolens.present.cli.forward.route`), `Forward` carries the
+    command to it; a store locked by a process that no server answers for is one clear
+    error naming both ways out. `op` is the command the server would run, when it is not
+    the one running here (`iolens trace` stores through `import trace`)."""
+    served = SERVED.get()
+    if served is not None:
+        lent = copy.copy(served.store)
+        lent.close = lambda: None  # type: ignore[method-assign]
+        return lent
+    from iolens.present.cli import forward
+    from iolens.store import open_store
+    from iolens.store.duckdb_store import StoreLocked
+
+    forward.route(db, op)  # raises Forward when a server owns this store
+    try:
+        return open_store(str(db) if db else None, create=create)
+    except StoreLocked as exc:
+        raise forward.locked_error(exc) from None
 
 
 def ensure_analyzed(store: Store) -> None:

@@ -7,6 +7,7 @@ prints one `error:` line and exits with status 2, never a traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -70,7 +71,8 @@ def jobs(
     """List jobs with their I/O mode and volumes."""
     from iolens.present import views
 
-    if server and remote.use_server(ctx, db, server):
+    server, token = remote.target(ctx, db, server, token)
+    if server:
         rows = remote.get(server, token, "/api/v1/jobs", {"user": user, "limit": limit})
     else:
         with open_db(db) as store:
@@ -102,7 +104,8 @@ def job(
 
     from iolens.present import views
 
-    if server and remote.use_server(ctx, db, server):
+    server, token = remote.target(ctx, db, server, token)
+    if server:
         path = f"/api/v1/jobs/{quote(job_id, safe='')}"
         rep = remote.get(server, token, path, {"layers": "true"} if layers else {})
     else:
@@ -142,7 +145,8 @@ def series(
         views.parse_since(since)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="'--since'") from None
-    if server and remote.use_server(ctx, db, server):
+    server, token = remote.target(ctx, db, server, token)
+    if server:
         params = {"kind": kind, "component": component, "metric": metric, "since": since}
         rows = remote.get(server, token, "/api/v1/series", {**params, "limit": limit})
     else:
@@ -287,8 +291,17 @@ app.add_typer(users.user_app, name="user")
 
 
 def main() -> None:
+    from iolens.present.cli import forward
+
     try:
-        app()
+        try:
+            app()
+        except forward.Forward as fw:  # a server owns the store: the command runs there
+            try:
+                sys.exit(forward.run(fw))
+            except BrokenPipeError:  # `| head`: stop quietly, as a local run would
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                sys.exit(141)
     except IolensError as exc:
         err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(2)

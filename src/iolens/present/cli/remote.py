@@ -1,8 +1,10 @@
 """`--server URL`: ask a running `iolens serve` instead of opening the store.
 
 DuckDB lets one process write a database file; while `iolens serve` owns it, other
-processes cannot even open it. The query commands then take `--server` and fetch the very
-JSON their `--json` prints from the server's query API (`iolens.present.api`).
+processes cannot even open it. `jobs`, `job` and `series` then fetch the very JSON their
+`--json` prints from the server's query API (`iolens.present.api`): the server of
+`--server`, or the one announced beside the store. Every other command goes through
+`forward.py` instead.
 """
 
 from __future__ import annotations
@@ -35,6 +37,27 @@ TokenOption = Annotated[
 ]
 
 TIMEOUT_S = 120.0  # a first listing may analyse new jobs on the server
+
+
+def target(
+    ctx: typer.Context, db: Path | None, server: str | None, token: str | None
+) -> tuple[str | None, str | None]:
+    """(server URL, token) to ask, or (None, token) to open the store.
+
+    `--server` (typed, or `$IOLENS_SERVER` while `--db` is not typed), else the server
+    announced beside the store (`iolens.present.discovery`): its query API reads on a
+    cursor of its own, so these listings never wait for a long import running there.
+    Without a token, the server's owner token when this account can read it."""
+    from iolens.present import discovery
+    from iolens.store import default_db_path
+
+    store = Path(db) if db else default_db_path()
+    if server and use_server(ctx, db, server):
+        return server, token or discovery.owner_token(store)
+    found = discovery.find(store)
+    if found is None:
+        return None, token
+    return found.url, token or found.token
 
 
 def use_server(ctx: typer.Context, db: Path | None, server: str | None) -> bool:
@@ -84,7 +107,10 @@ def get(server: str, token: str | None, path: str, params: dict[str, Any] | None
     if not isinstance(detail, str):
         detail = json.dumps(detail)
     if res.status_code == 401:
-        raise IolensError(f"iolens server at {base} refused the token: {detail}")
+        raise IolensError(
+            f"iolens server at {base} refused the token ({detail}): set IOLENS_TOKEN to your "
+            "`iolens user add` token, or run as the account that runs the server"
+        )
     if res.status_code == 404 and "job_id" in body:  # an unknown job: same words as --db
         raise IolensError(detail)
     raise IolensError(f"iolens server at {base} answered HTTP {res.status_code}: {detail}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -58,12 +60,13 @@ def serve(
 ) -> None:
     """Run the server for agents, `--server` queries, the web UI and the REST API.
 
-    Agents ship batches to it, `--server` queries read from it, people
-    use its web UI and REST API (`iolens user add`); /healthz and /metrics describe it.
+    Agents ship batches to it, people use its web UI and REST API (`iolens user add`);
+    /healthz and /metrics describe it. It owns the store: it announces itself beside it
+    (`STORE.server`, and `STORE.server-token` for its own account), and every other command
+    given that store runs through it (docs/cli.md).
     Ended jobs and components are analysed in the background. With `--dataset` (or
     `--site-config`) the store is a Parquet dataset instead of `--db`: one server per `--group`
     ingests, one without `--group` queries and analyses (docs/scale-out.md)."""
-    import uvicorn
 
     _check_listen(host, port)
     from iolens.present.alerts import load_alerts_config
@@ -85,15 +88,8 @@ def serve(
         )
     timetable = {"analyze_every": analyze_every, "components_every": components_every}
 
-    def run(app: object) -> None:
-        uvicorn.run(
-            app,  # type: ignore[arg-type]
-            host=host,
-            port=port,
-            log_level="warning",
-            loop="uvloop",
-            http="httptools",
-        )
+    def run(app: object, store_path: Path | None = None, owner: str | None = None) -> None:
+        _run(app, host, port, store_path, owner)
 
     if dataset is not None or site is not None or group is not None:
         serve_dataset(
@@ -107,14 +103,79 @@ def serve(
             run,
         )
         return
-    store = open_db(db, create=True)
-    app = create_app(store, tokens, web)
+    from iolens.present import discovery
+
+    store = open_db(db, create=True)  # a store already served: one error line naming it
+    path = Path(store.location).resolve()
+    owner = discovery.new_token()
+    app = create_app(store, tokens, web, owner_token=owner)
     scheduler = start_for_service(app.state.ingest, **timetable, alerts=alerts)
     try:
-        run(app)
+        run(app, path, owner)
     finally:
         scheduler.stop()
         store.close()
+        discovery.withdraw(path)
+        err.print(f"iolens serve: stopped; {path} is free again", highlight=False, soft_wrap=True)
+
+
+def _run(app: object, host: str, port: int, store: Path | None, owner: str | None) -> None:
+    """uvicorn until SIGINT/SIGTERM; once it listens, the store's server files are written
+    (`iolens.present.discovery`) and one line says where it listens, what it owns and how
+    to stop it."""
+    import os
+    import threading
+    import time
+
+    import uvicorn
+
+    from iolens.present import discovery
+
+    config = uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        host=host,
+        port=port,
+        log_level="warning",
+        loop="uvloop",
+        http="httptools",
+    )
+    server = uvicorn.Server(config)
+    done = threading.Event()
+    url = discovery.connect_url(host, port)
+
+    def announce() -> None:
+        while not done.is_set() and not server.started:
+            time.sleep(0.05)
+        if done.is_set():
+            return
+        owns = "a dataset"
+        if store is not None and owner is not None:
+            try:
+                discovery.announce(store, url, owner)
+                owns = f"{store} (commands find it there: {discovery.server_file(store).name})"
+            except OSError as exc:
+                owns = f"{store} (not announced: {exc.strerror or exc}; set IOLENS_SERVER={url})"
+        err.print(
+            f"iolens serve: listening on http://{host}:{port}, owning {owns}; "
+            f"stop it with Ctrl-C or `kill {os.getpid()}`",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    threading.Thread(target=announce, name="iolens-announce", daemon=True).start()
+    # uvicorn shuts down gracefully on SIGINT/SIGTERM, then raises the signal again with the
+    # handlers it found: exiting from Python (not by the default action) lets the caller
+    # withdraw the server files and say that the server stopped.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _exit_cleanly)
+    try:
+        server.run()
+    finally:
+        done.set()
+
+
+def _exit_cleanly(signum: int, frame: object) -> None:
+    sys.exit(0)
 
 
 def _check_listen(host: str, port: int) -> None:

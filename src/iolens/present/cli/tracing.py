@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import getpass
+import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Annotated
@@ -23,8 +24,16 @@ import_app = typer.Typer(help="Import data that sites already collect.", no_args
 SCHEDULER_JOB_VARS = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID")
 
 
+#: Where `iolens trace` keeps traces the store could not take: persistent, per user.
+DEFAULT_SPOOL = Path.home() / ".local" / "share" / "iolens" / "traces"
+
+
 def _load_traces(
-    db: Path | None, paths: list[Path], job_id: str | None, state: str | None = None
+    db: Path | None,
+    paths: list[Path],
+    job_id: str | None,
+    state: str | None = None,
+    op: str | None = None,
 ) -> dict[str, int]:
     from iolens.analyze.pipeline import analyze_jobs
     from iolens.ingest import load
@@ -33,7 +42,7 @@ def _load_traces(
     files = trace.spool_files(paths)
     totals = {"files": 0, "skipped": 0, "records": 0}
     jobs: set[str] = set()
-    with open_db(db, create=True) as store, progress() as bar:
+    with open_db(db, create=True, op=op) as store, progress() as bar:
         task = bar.add_task("importing traces", total=len(files))
         for _path, batch in trace.batches(files, job_id):
             counts = load(store, batch)
@@ -55,15 +64,22 @@ def trace(
         str | None, typer.Option(help="Job id [default: the scheduler's, else a new local id].")
     ] = None,
     spool: Annotated[
-        Path | None, typer.Option(help="Where the tracer writes [default: a temporary directory].")
+        Path | None,
+        typer.Option(
+            envvar="IOLENS_TRACE_SPOOL",
+            show_envvar=True,
+            help="Where traces wait when the store cannot take them "
+            "[default: ~/.local/share/iolens/traces].",
+        ),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Run COMMAND under the LD_PRELOAD tracer, then load its I/O into the store as a job.
 
     Use `--` before the command when it has options: iolens trace -- ./app -n 4.
-    The exit status is the command's own.
-    """
+    The exit status is the command's own (128+N when signal N killed it). A trace the
+    store cannot take now (locked, server down, disk full) stays in the spool, for the
+    agent or `iolens import trace`; stderr says where."""
     from iolens.tracefile import library_path
 
     lib = library_path()
@@ -71,25 +87,59 @@ def trace(
         job_id = next((os.environ[v] for v in SCHEDULER_JOB_VARS if os.environ.get(v)), None)
     if job_id is None:
         job_id = f"local-{socket.gethostname()}-{int(time.time())}-{os.getpid()}"
-    with tempfile.TemporaryDirectory(prefix="iolens-trace-") as tmp:
-        spool_dir = spool or Path(tmp)
-        spool_dir.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ)
-        env["LD_PRELOAD"] = " ".join(x for x in (str(lib), env.get("LD_PRELOAD", "")) if x)
-        env["IOLENS_SPOOL"] = str(spool_dir)
-        env["IOLENS_JOB_ID"] = job_id
-        try:
-            rc = subprocess.call(command, env=env)
-        except FileNotFoundError:
-            raise IolensError(f"cannot run {command[0]!r}: command not found") from None
-        except PermissionError:
-            raise IolensError(f"cannot run {command[0]!r}: permission denied") from None
-        mine = [p for p in spool_dir.glob("*.iolens")]
-        totals = _load_traces(db, mine, job_id, state="COMPLETED" if rc == 0 else "FAILED")
-    summary = {"job_id": job_id, "exit_code": rc, "user": getpass.getuser(), **totals}
+    spool_dir = spool or DEFAULT_SPOOL
+    # A private folder per run: the files of this run, not the spool's other waiting ones.
+    run_dir = spool_dir / f".run-{socket.gethostname()}-{os.getpid()}-{time.time_ns()}"
+    try:
+        run_dir.mkdir(parents=True)
+    except OSError as exc:
+        raise IolensError(f"cannot write traces to {spool_dir}: {exc.strerror or exc}") from None
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = " ".join(x for x in (str(lib), env.get("LD_PRELOAD", "")) if x)
+    env["IOLENS_SPOOL"] = str(run_dir)
+    env["IOLENS_JOB_ID"] = job_id
+    try:
+        rc = exit_status(subprocess.call(command, env=env))
+    except (FileNotFoundError, PermissionError) as exc:
+        run_dir.rmdir()
+        why, rc = (
+            ("command not found", 127)
+            if isinstance(exc, FileNotFoundError)
+            else (
+                "permission denied",
+                126,
+            )
+        )
+        err.print(f"[bold red]error:[/] cannot run {command[0]!r}: {why}", highlight=False)
+        sys.exit(rc)
+    state = "COMPLETED" if rc == 0 else "FAILED"
+    kept: Path | None = None
+    try:
+        totals = _store_traces(db, run_dir, job_id, state)
+    except Exception as exc:  # locked, server down, disk full: the trace must survive
+        kept = _keep(run_dir, spool_dir)
+        totals = {"files": 0, "skipped": 0, "records": 0, "jobs": 0}
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        err.print(
+            f"iolens: the store cannot take the trace now ({reason}); it is kept in "
+            f"{kept}: `iolens import trace {kept}` loads it later (an agent whose "
+            "trace_spool is that folder ships it)",
+            highlight=False,
+            soft_wrap=True,
+        )
+    else:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    summary = {
+        "job_id": job_id,
+        "exit_code": rc,
+        "user": getpass.getuser(),
+        **totals,
+        "stored": kept is None,
+        "spool": str(kept) if kept else None,
+    }
     if as_json:
         print(to_json(summary))
-    else:
+    elif kept is None:
         err.print(
             f"iolens: traced {totals['files']} process(es), {totals['records']:,} records "
             f"as job {job_id}; see `iolens job {job_id}`"
@@ -97,11 +147,43 @@ def trace(
     sys.exit(rc)
 
 
+def exit_status(returncode: int) -> int:
+    """A shell's view of a child's end: its status, or 128+N when signal N killed it."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _store_traces(db: Path | None, run_dir: Path, job_id: str, state: str) -> dict[str, int]:
+    """Into the store, or through the server that owns it (as `iolens import trace`)."""
+    from iolens.present.cli import forward
+
+    try:
+        return _load_traces(db, [run_dir], job_id, state, op="import trace")
+    except forward.Forward as fw:
+        printed: list[str] = []
+        token = os.environ.get("IOLENS_TOKEN") or fw.server.token
+        params = {"paths": [str(run_dir)], "job_id": job_id, "state": state, "as_json": True}
+        status = forward.call(fw.server.url, "import trace", params, token, printed.append)
+        if status != 0:
+            raise IolensError(f"iolens server at {fw.server.url} exited {status}") from None
+        return json.loads("".join(printed))
+
+
+def _keep(run_dir: Path, spool_dir: Path) -> Path:
+    """Move the run's files into the spool itself, where agents and imports look."""
+    for path in run_dir.iterdir():
+        path.replace(spool_dir / path.name)
+    run_dir.rmdir()
+    return spool_dir
+
+
 @import_app.command("trace")
 def import_trace(
     paths: Annotated[list[Path], typer.Argument(help="Spool files or directories.")],
     db: DbOption = None,
     job_id: Annotated[str | None, typer.Option(help="Assign every trace to this job.")] = None,
+    state: Annotated[
+        str | None, typer.Option(hidden=True, help="The job's end state (`iolens trace`).")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Load tracer spool files collected elsewhere (files already loaded are skipped)."""
@@ -109,7 +191,7 @@ def import_trace(
 
     if not spool_files(paths):  # a wrong directory, not an empty import
         raise InputError(", ".join(map(str, paths)), f"no *{SPOOL_SUFFIX} trace files found")
-    totals = _load_traces(db, paths, job_id)
+    totals = _load_traces(db, paths, job_id, state)
     if as_json:
         print(to_json(totals))
     else:

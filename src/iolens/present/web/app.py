@@ -3,6 +3,8 @@ web pages, their static assets and the API docs, every route behind `auth.author
 
 from __future__ import annotations
 
+import contextlib
+import getpass
 import mimetypes
 import threading
 import time
@@ -21,7 +23,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from iolens.ingest.http import IngestService
 from iolens.ingest.http import router as ingest_router
 from iolens.present import api
-from iolens.present.web import pages, rest, scope, site_metrics
+from iolens.present.web import pages, rest, run, scope, site_metrics
 from iolens.present.web.accounts import Accounts, session_secret
 from iolens.present.web.auth import (
     Authenticator,
@@ -178,9 +180,13 @@ def _preload(env: Environment) -> None:
 
 
 def create_app(
-    store: Store, tokens: Iterable[str] = (), config: WebConfig | None = None
+    store: Store,
+    tokens: Iterable[str] = (),
+    config: WebConfig | None = None,
+    owner_token: str | None = None,
 ) -> FastAPI:
-    """The server on one store; `tokens` are the agent tokens, `config` the `[web]` table."""
+    """The server on one store; `tokens` are the agent tokens, `config` the `[web]` table,
+    `owner_token` the token of the account running the server (an admin)."""
     service = IngestService(store, tokens)
     app = FastAPI(
         title="iolens",
@@ -203,7 +209,11 @@ def create_app(
     accounts = Accounts(store, service.lock, readers.reader)
     config = config or WebConfig()
     scrapers = load_token_file(config.metrics.token_file)
-    auth = Authenticator(accounts, secret, set(service.tokens), config, scrapers)
+    auth = Authenticator(
+        accounts, secret, set(service.tokens), config, scrapers, owner_token=owner_token
+    )
+    with contextlib.suppress(KeyError, OSError):  # no name for this uid: keep "owner"
+        auth.owner_name = getpass.getuser()  # the account the owner token stands for
     app.state.auth = auth
     web = Web(service, readers, PlotCache(), environment(), auth)
     app.state.web = web
@@ -213,6 +223,7 @@ def create_app(
     app.include_router(ingest_router(service), dependencies=gate)
     app.include_router(api.router(service, readers), dependencies=gate)
     app.include_router(site_metrics.router(readers, config.metrics), dependencies=gate)
+    app.include_router(run.router(service, accounts), dependencies=gate)
     app.include_router(rest.router(web), dependencies=gate)
     app.include_router(pages.router(web), dependencies=gate)
     app.include_router(docs_router(app, web), dependencies=gate)

@@ -4,8 +4,9 @@
 (ingest, the query API, the REST API, the pages, the docs and the static files), and a
 test walks `app.routes` to check it stays that way. It resolves the caller:
 
-1. `Authorization: Bearer TOKEN`: an agent token (`iolens serve --agent-token`) or a
-   user's API token (`iolens user add`);
+1. `Authorization: Bearer TOKEN`: an agent token (`iolens serve --agent-token`), a
+   user's API token (`iolens user add`) or the server's owner token (an admin; written
+   beside the store for the account running the server, `iolens.present.discovery`);
 2. the session cookie the login page or a `?token=` page link set (HMAC-signed, HttpOnly,
    SameSite=Lax; bound to the user's current token, so `iolens user remove` or a new token
    ends every session);
@@ -127,7 +128,7 @@ class Principal:
 
     name: str
     admin: bool
-    via: str  # "token" | "session" | "header" | "agent" | "metrics"
+    via: str  # "token" | "session" | "header" | "agent" | "metrics" | "owner"
 
     @property
     def agent(self) -> bool:
@@ -164,6 +165,9 @@ class Authenticator:
     agent_tokens: set[str] = field(default_factory=set)
     config: WebConfig = field(default_factory=WebConfig)
     metrics_tokens: set[str] = field(default_factory=set)
+    #: `iolens serve`'s own token (`iolens.present.discovery`): its account, as an admin.
+    owner_token: str | None = None
+    owner_name: str = "owner"
 
     def __post_init__(self) -> None:
         self._proxies = [ipaddress.ip_network(p, strict=False) for p in self.config.trusted_proxies]
@@ -219,6 +223,8 @@ class Authenticator:
                 return Principal("agent", True, "agent")
             if any(secrets.compare_digest(token, t) for t in self.metrics_tokens):
                 return Principal("metrics", False, "metrics")
+            if self.owner_token and secrets.compare_digest(token, self.owner_token):
+                return Principal(self.owner_name, True, "owner")
             user = self.accounts.verify(token)
             return Principal(user.name, user.admin, "token") if user else None
         header = self.config.trust_header
