@@ -25,7 +25,7 @@ import pyarrow as pa
 from iolens.collect.agent import SERVED_BY, STANDARD, STANDARD_GAUGES, served_rows
 from iolens.model.batch import Batch
 from iolens.model.schema import METRICS, SERVER_SAMPLES
-from iolens.simulate.servers import Raw
+from iolens.simulate.servers import Block, Raw
 
 GAUGE, COUNTER, MEAN = 0, 1, 2
 #: Columns of the wide row, in the order of `server_samples`.
@@ -77,7 +77,15 @@ class DirectAgent:
         self.key_wide.append(WIDE.index(k[2]) if k[2] in WIDE else -1)
         return i
 
-    def add(self, now: float, readings: Iterable[Raw]) -> None:
+    def add(self, now: float, readings: Iterable[Raw | Block]) -> None:
+        n = len(self.key)
+        targets: dict[str, str] = {}
+        self._take(readings, targets)
+        self.times.append(now)
+        self.counts.append(len(self.key) - n)
+        self.targets.append(targets)
+
+    def _take(self, readings: Iterable[Raw | Block], targets: dict[str, str]) -> None:
         keys, key, value, per, mode, bits = (
             self.keys,
             self.key,
@@ -86,9 +94,12 @@ class DirectAgent:
             self.mode,
             self.bits,
         )
-        n = len(key)
-        sparse, fresh, targets = self.sparse, self.fresh, {}
-        for kind, comp, metric, v, counter, job, p, b, sp, fr in readings:
+        sparse, fresh = self.sparse, self.fresh
+        for reading in readings:
+            if reading.__class__ is Block:
+                self._block(reading, targets)  # type: ignore[arg-type]
+                continue
+            kind, comp, metric, v, counter, job, p, b, sp, fr = reading  # type: ignore[misc]
             if job is None and kind in SERVED_BY:
                 targets[comp] = kind
             sparse.append(sp)
@@ -105,9 +116,20 @@ class DirectAgent:
                 mode.append(COUNTER if counter else GAUGE)
                 per.append(0.0)
                 bits.append(b)
-        self.times.append(now)
-        self.counts.append(len(key) - n)
-        self.targets.append(targets)
+
+    def _block(self, block: Block, targets: dict[str, str]) -> None:
+        """Readings that repeat: their columns resolved once (by this agent), then appended
+        whole; equal to taking `block.raws` one by one."""
+        cols = (self.key, self.value, self.per, self.mode, self.bits, self.sparse, self.fresh)
+        if block.resolved is None or block.resolved[0] is not self:
+            mark, mine = len(self.key), {}
+            self._take(block.raws, mine)
+            block.resolved = (self, tuple(c[mark:] for c in cols), mine)
+            targets.update(mine)
+            return
+        for col, part in zip(cols, block.resolved[1], strict=True):
+            col.extend(part)
+        targets.update(block.resolved[2])
 
     def batches(self) -> list[Batch]:
         """The batches of the rounds added since the last call, in round order."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -13,6 +16,18 @@ from rich.table import Table
 from iolens.present.cli import render
 
 DEMO_DB = Path.home() / ".local" / "share" / "iolens" / "demo.duckdb"
+
+
+def command() -> str:
+    """How to type `iolens` here: the bare name when the shell finds this very executable on
+    PATH, else its path (the README's set-up leaves it in .venv/bin, off PATH)."""
+    exe = Path(sys.argv[0])
+    found = shutil.which("iolens")
+    if exe.name != "iolens" or (found and Path(found).resolve() == exe.resolve()):
+        return "iolens"
+    if exe.is_absolute() and not exe.is_relative_to(Path.cwd()):
+        return str(exe)
+    return os.path.relpath(exe)
 
 
 def pick_interesting(rows: list[dict[str, Any]], findings: list[dict[str, Any]]) -> str | None:
@@ -127,8 +142,8 @@ def run_demo(
     out.print(Rule())
     out.print(
         f"The database is {path}. Try:\n"
-        f"  iolens jobs --db {path} --user carol\n"
-        f"  iolens job {job_id} --db {path} --json"
+        f"  {command()} jobs --db {path} --user carol\n"
+        f"  {command()} job {job_id} --db {path} --json"
     )
     show_web(path, web, job_id, out, serve)
 
@@ -150,7 +165,6 @@ def show_web(
     """Print clickable links into the web UI; serve it on loopback when asked (by default
     when a person is at the terminal), until Ctrl-C."""
     import socket
-    import sys
 
     port = 8470
     with socket.socket() as s:
@@ -170,7 +184,7 @@ def show_web(
         serve = sys.stdin.isatty() and sys.stdout.isatty()
     if not serve:
         out.print(
-            f"Start the server for these links with: iolens serve --db {path} --port {port}",
+            f"Start the server for these links with: {command()} serve --db {path} --port {port}",
             soft_wrap=True,
         )
         return

@@ -29,3 +29,15 @@ def raw(
 ) -> Raw:
     """`Reading(...)`, as the tuple the fast path takes."""
     return (kind, component, metric, value, counter, job_id, per, bits, sparse, fresh)
+
+
+class Block:
+    """Readings that repeat unchanged from round to round (an idle client's counters): the
+    fast path resolves their keys once and reuses them (`DirectAgent.add`). Equal to
+    yielding `raws` one by one."""
+
+    __slots__ = ("raws", "resolved")
+
+    def __init__(self, raws: list[Raw]) -> None:
+        self.raws = raws
+        self.resolved: tuple[object, tuple[list, ...], dict[str, str]] | None = None

@@ -20,15 +20,15 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
-from iolens.collect.base import Source
-from iolens.collect.sources.iofwd import IofwdSource
+from iolens.collect.base import Reading, Source
+from iolens.collect.sources.iofwd import IofwdSource, client_readings
 from iolens.collect.sources.iofwd import readings as iofwd_readings
 from iolens.collect.sources.lnet_router import COUNTERS, LnetRouterSource
 from iolens.parse import iofwd
 from iolens.parse.iofwd import QUEUE, ForwarderStats, Tally
 from iolens.simulate.engine import N1_FORWARDER_CLOG
 from iolens.simulate.realism import service_time_us
-from iolens.simulate.servers import Raw, lustre_text, raw
+from iolens.simulate.servers import Block, Raw, lustre_text, raw
 from iolens.simulate.servers.activity import Activity, iter_rounds
 from iolens.simulate.servers.model import MAX_BACKLOG, ServiceModel, queue
 from iolens.simulate.servers.node import IbPart, NodePart, Work
@@ -52,7 +52,7 @@ class Export(Protocol):
 
     def files(self, now: float) -> dict[str, str]: ...
 
-    def readings(self, kind: str, host: str) -> Iterator[Raw]: ...
+    def readings(self, kind: str, host: str) -> Iterator[Raw | Block]: ...
 
 
 class LnetRouter:
@@ -166,10 +166,12 @@ class _Counts:
         self.start = start
         self.last = start
         self.t: dict[str, Tally] = {}
+        self.version = 0  # bumped by every change: readings of one version are equal
 
     def add(self, name: str, count: int, total: int, low: int, high: int) -> None:
         if count > 0:
             self.t[name] = self.t.get(name, Tally()) + Tally(count, total, low, high)
+            self.version += 1
 
     def stats(self, now: float, service: bool) -> ForwarderStats:
         ops = {op: self.t.get(op, Tally()) for op in ("read", "write", *DAEMON_MD_OPS)}
@@ -184,6 +186,21 @@ class _Counts:
             ops=ops,
             **extra,  # type: ignore[arg-type]
         )
+
+
+def _raw(r: Reading) -> Raw:
+    return (
+        r.kind,
+        r.component,
+        r.metric,
+        r.value,
+        r.counter,
+        r.job_id,
+        r.per,
+        r.bits,
+        r.sparse,
+        r.fresh,
+    )
 
 
 SERVICE_TALLIES = ("backend_read_bytes", "backend_write_bytes", *QUEUE)
@@ -219,11 +236,13 @@ class ForwardingDaemon:
         self.md_rows = dict(iter_rounds(activity.mdt))
         self.total = _Counts(-1.0)
         self.clients: dict[str, _Counts] = {}
+        self._blocks: dict[str, tuple[int, Block]] = {}  # per client: its version's readings
 
     def reset(self) -> None:
         """Restarted: every file from zero (the next round sets the start)."""
         self.total = _Counts(-1.0)
         self.clients = {}
+        self._blocks = {}
 
     def advance(self, k: int, now: float) -> float:
         a, f, m = self.a, self.f, self.model.forwarders
@@ -310,26 +329,22 @@ class ForwardingDaemon:
             threads_max=DAEMON_THREADS,
         )
 
-    def readings(self, kind: str, host: str) -> Iterator[Raw]:
+    def readings(self, kind: str, host: str) -> Iterator[Raw | Block]:
         """What `IofwdSource(host)` reads from `files()` (the same records, the start times
         as the files print them)."""
         now = self.total.last
         totals = [self.total.stats(now, service=True)]
-        clients = {n: [_as_printed(c.stats(now, service=False))] for n, c in self.clients.items()}
         gauges = {"threads_max": float(DAEMON_THREADS)}
-        for r in iofwd_readings(host, totals, clients, gauges):
-            yield (
-                r.kind,
-                r.component,
-                r.metric,
-                r.value,
-                r.counter,
-                r.job_id,
-                r.per,
-                r.bits,
-                r.sparse,
-                r.fresh,
-            )
+        yield from map(_raw, iofwd_readings(host, totals, {}, gauges))
+        blocks = {}
+        for name, c in sorted(self.clients.items()):
+            held = self._blocks.get(name)
+            if held is None or held[0] != c.version:
+                stats = [_as_printed(c.stats(now, service=False))]
+                held = (c.version, Block([_raw(r) for r in client_readings(host, name, stats)]))
+            blocks[name] = held
+            yield held[1]
+        self._blocks = blocks  # clients gone idle for good drop out with their files
 
 
 #: Forwarder exports by name (`SimConfig.forwarder_export`).
@@ -384,7 +399,7 @@ class ForwarderHost:
     def files(self, now: float) -> dict[str, str]:
         return {**self.export.files(now), **self.node.files(), **self.ib.files()}
 
-    def readings(self) -> Iterator[Raw]:
+    def readings(self) -> Iterator[Raw | Block]:
         """What `node`, `infiniband` and the export's source read, in the agent's order."""
         yield from self.node.readings(self.role)
         yield from self.ib.readings()
