@@ -415,3 +415,13 @@ def test_hook_against_a_dead_server_spools_and_is_delivered_later(tmp_path):
         stop(server)
     j = _check_job(db)
     assert j["state"] == "COMPLETED"
+
+
+def test_empty_delimiter_is_one_error_line(tmp_path):
+    """Issue 19: `--delimiter ""` gave a traceback; now one line naming the file, exit 2."""
+    res = run_cli(
+        "import", "sacct", str(SLYME), "--db", str(tmp_path / "d.duckdb"), "--delimiter", ""
+    )
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr
+    assert "empty delimiter" in res.stderr and SLYME.name in res.stderr

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from iolens.errors import InputError
 from iolens.model.batch import Batch
 from iolens.model.rows import Columns
+from iolens.parse._common import is_digits
 from iolens.parse.slurm import expand_hostlist
 
 PHASES = ("prolog", "epilog")
@@ -42,7 +43,7 @@ def _user(env: Mapping[str, str]) -> str:
 def _int(env: Mapping[str, str], *names: str) -> int | None:
     for name in names:
         value = env.get(name, "").strip()
-        if value.isdigit():
+        if is_digits(value):
             return int(value)
     return None
 
@@ -51,7 +52,7 @@ def outcome(env: Mapping[str, str]) -> str:
     """COMPLETED unless an exit code Slurm passed is non-zero (`2`, `0:9`, `256`)."""
     for name in _EXIT_VARS:
         for part in env.get(name, "").strip().split(":"):
-            if part.strip().isdigit() and int(part) != 0:
+            if is_digits(part.strip()) and int(part) != 0:
                 return "FAILED"
     return "COMPLETED"
 

@@ -145,7 +145,8 @@ class IngestService:
         if not self.tokens:
             return
         given = (authorization or "").removeprefix("Bearer ").strip()
-        if not any(secrets.compare_digest(given, t) for t in self.tokens):
+        # tokens are ASCII (compare_digest raises on other str): anything else is unknown
+        if not given.isascii() or not any(secrets.compare_digest(given, t) for t in self.tokens):
             raise HTTPException(
                 401, "missing or unknown agent token", headers={"WWW-Authenticate": "Bearer"}
             )

@@ -8,7 +8,14 @@ from pathlib import Path
 
 from iolens.errors import InputError
 
-__all__ = ["DEFAULT_SOURCE", "parse_int", "parse_seconds", "read_text", "source_name"]
+__all__ = [
+    "DEFAULT_SOURCE",
+    "is_digits",
+    "parse_int",
+    "parse_seconds",
+    "read_text",
+    "source_name",
+]
 
 #: What errors name when the caller did not say where the text came from.
 DEFAULT_SOURCE = "<string>"
@@ -16,9 +23,15 @@ DEFAULT_SOURCE = "<string>"
 _SECONDS = re.compile(r"^\d+(\.\d+)?$")
 
 
+def is_digits(text: str) -> bool:
+    """ASCII decimal digits only. `str.isdigit` also accepts '²' or '٣', which `int` then
+    refuses (or reads as another number): a parser would crash on text it had checked."""
+    return text.isascii() and text.isdigit()
+
+
 def parse_int(token: str, source: str, line: int, what: str) -> int:
     """A non-negative decimal integer; Lustre/IB counters are u64, so no bound is applied."""
-    if not token.isdigit():
+    if not is_digits(token):
         raise InputError(source, f"{what}: expected a non-negative integer, got {token!r}", line)
     return int(token)
 

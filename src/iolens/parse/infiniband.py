@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iolens.errors import InputError
-from iolens.parse._common import DEFAULT_SOURCE, parse_int, read_text
+from iolens.parse._common import DEFAULT_SOURCE, is_digits, parse_int, read_text
 
 __all__ = [
     "DATA_WORD_BYTES",
@@ -101,7 +101,7 @@ def read_sysfs_tree(root: str | Path) -> list[SysfsPort]:
         if not pdir.is_dir():
             continue
         for port in sorted(
-            (p for p in pdir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)
+            (p for p in pdir.iterdir() if is_digits(p.name)), key=lambda p: int(p.name)
         ):
             ports.append(
                 parse_sysfs_port(

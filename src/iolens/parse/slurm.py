@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from iolens.errors import InputError
-from iolens.parse._common import DEFAULT_SOURCE, read_text
+from iolens.parse._common import DEFAULT_SOURCE, is_digits, read_text
 
 __all__ = [
     "JobIdParts",
@@ -48,10 +48,38 @@ def expand_hostlist(expr: str) -> list[str]:
     expr = expr.strip()
     if expr in _NO_NODES:
         return []
+    parts = _split_top(expr)
+    total = sum(_count(part, expr) for part in parts)
+    if total > MAX_HOSTS:
+        raise ValueError(
+            f"hostlist {expr[:80]!r} names {total:,} hosts, more than any cluster "
+            f"({MAX_HOSTS:,}): not expanded"
+        )
     names: list[str] = []
-    for part in _split_top(expr):
+    for part in parts:
         names.extend(_expand_one(part, expr))
     return names
+
+
+#: The most hosts one hostlist may name: ten times the largest machines' node counts, so a
+#: mistyped or hostile `n[1-999999999]` costs an error, not minutes and gigabytes.
+MAX_HOSTS = 2_000_000
+
+
+def _count(part: str, expr: str) -> int:
+    """How many names `part` expands to, without expanding it."""
+    n = 1
+    for group in re.findall(r"\[([^\]]*)\]", part):
+        size = 0
+        for rng in group.split(","):
+            lo, sep, hi = rng.strip().partition("-")
+            if not is_digits(lo) or (sep and not is_digits(hi)):
+                raise ValueError(f"bad range {rng!r} in hostlist {expr[:80]!r}")
+            size += int(hi) - int(lo) + 1 if sep else 1
+        n *= max(size, 0)
+        if n > MAX_HOSTS:
+            return n
+    return n
 
 
 def _split_top(expr: str) -> list[str]:
@@ -82,7 +110,7 @@ def _expand_one(part: str, expr: str) -> list[str]:
     out: list[str] = []
     for rng in m[1].split(","):
         lo, sep, hi = rng.strip().partition("-")
-        if not lo.isdigit() or (sep and not hi.isdigit()):
+        if not is_digits(lo) or (sep and not is_digits(hi)):
             raise ValueError(f"bad range {rng!r} in hostlist {expr!r}")
         if not sep:
             values = [lo]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from iolens.parse._common import is_digits
 from iolens.store.base import Store
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def parse_since(value: str | None, now: datetime | None = None) -> datetime | No
     """
     if value is None:
         return None
-    if value[-1:] in _SPAN_UNITS and value[:-1].replace(".", "", 1).isdigit():
+    if value[-1:] in _SPAN_UNITS and is_digits(value[:-1].replace(".", "", 1)):
         now = now or datetime.now(UTC).replace(tzinfo=None)
         return now - timedelta(seconds=float(value[:-1]) * _SPAN_UNITS[value[-1]])
     try:

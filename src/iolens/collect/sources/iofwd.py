@@ -43,6 +43,7 @@ from typing import ClassVar
 from iolens.collect.base import Reading
 from iolens.errors import InputError
 from iolens.parse import iofwd
+from iolens.parse._common import is_digits
 from iolens.parse.iofwd import ForwarderStats, Tally
 
 #: Kind of the per-client rows.
@@ -173,6 +174,6 @@ def _integer(path: Path) -> int | None:
         token = path.read_text(encoding="utf-8", errors="replace").strip()
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None
-    if not token.isdigit():
+    if not is_digits(token):
         raise InputError(str(path), f"expected a non-negative integer, got {token[:40]!r}", 1)
     return int(token)

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from iolens.collect.base import Reading
 from iolens.errors import InputError
+from iolens.parse._common import is_digits
 
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
@@ -48,7 +49,7 @@ class NodeSource:
             key, _, rest = line.partition(":")
             if key in wanted:
                 parts = rest.split()
-                if not parts or not parts[0].isdigit():
+                if not parts or not is_digits(parts[0]):
                     raise InputError(str(path), f"bad value for {key}", n)
                 yield self._gauge(wanted[key], float(parts[0]) * 1024)
 

@@ -45,6 +45,7 @@ import pyarrow as pa
 from iolens.errors import InputError
 from iolens.ingest.importers.sacct import to_utc
 from iolens.model.schema import IO500_PHASES, IO500_RUNS
+from iolens.parse._common import is_digits
 from iolens.store.base import Store
 
 SOURCE = "io500"
@@ -429,7 +430,7 @@ def parse_rank_csv(path: Path) -> dict[str, float]:
                         times.append(v)
         elif cols and cols[0] == "rank":  # mdtest: the phase's `time-File ...` column
             time_cols = [i for i, c in enumerate(cols) if c.startswith("time-")]
-            rows = [r for r in reader if r and r[0].strip().isdigit()]
+            rows = [r for r in reader if r and is_digits(r[0].strip())]
             for i in time_cols:
                 vals = [_float(r[i]) for r in rows if len(r) > i]
                 got = [v for v in vals if v is not None and v > 0]

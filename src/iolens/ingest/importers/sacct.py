@@ -27,6 +27,7 @@ import pyarrow as pa
 from iolens.errors import InputError, reading
 from iolens.model.batch import Batch
 from iolens.model.schema import JOBS
+from iolens.parse._common import is_digits
 from iolens.parse.slurm import SacctRecord, parse_job_id, parse_sacct
 
 SOURCE = "slurm"
@@ -88,7 +89,7 @@ class _Columns:
         value = self.text(rec, name)
         if value is None:
             return None
-        if not value.isdigit():
+        if not is_digits(value):
             raise InputError(
                 self.source, f"{self.names[name]}: expected an integer, got {value!r}", rec.line
             )
@@ -202,6 +203,8 @@ def batch_of_text(
     The key hashes the text and the zone: importing the same file twice adds nothing, while
     re-importing it with a corrected `--tz` replaces the times.
     """
+    if not delimiter:
+        raise InputError(source, "empty delimiter: give the one sacct --delimiter used")
     zone = timezone(tz)
     first = next(((n, ln) for n, ln in enumerate(text.splitlines(), 1) if ln.strip()), None)
     header = first is not None and any(

@@ -183,7 +183,7 @@ class Authenticator:
         return hmac.new(self.secret, body.encode(), hashlib.sha256).hexdigest()
 
     def from_cookie(self, value: str | None) -> User | None:
-        if not value:
+        if not value or not value.isascii():  # a session cookie is ASCII; else forged
             return None
         body, _, sig = value.rpartition(".")
         if not body or not hmac.compare_digest(sig, self._sign(body)):
@@ -202,7 +202,9 @@ class Authenticator:
     def bearer(self, request: Request) -> str | None:
         auth = request.headers.get("authorization") or ""
         scheme, _, value = auth.partition(" ")
-        return value.strip() if scheme.lower() == "bearer" and value.strip() else None
+        value = value.strip()
+        # tokens are ASCII; anything else is no token (compare_digest refuses non-ASCII str)
+        return value if scheme.lower() == "bearer" and value and value.isascii() else None
 
     def is_agent_token(self, token: str) -> bool:
         return any(secrets.compare_digest(token, t) for t in self.agent_tokens)

@@ -23,6 +23,7 @@ from iolens.analyze.darshan.drishti.common import (
 from iolens.analyze.darshan.rule import RuleContext
 from iolens.model.darshan import DarshanJob
 from iolens.model.finding import Finding
+from iolens.parse._common import is_digits
 
 
 def aggregators(job: DarshanJob, ctx: RuleContext) -> dict[str, Any] | None:
@@ -30,7 +31,7 @@ def aggregators(job: DarshanJob, ctx: RuleContext) -> dict[str, Any] | None:
     if not uses_mpiio(job):
         return None
     cb = hints(job).get("cb_nodes", "")
-    if not cb.isdigit():
+    if not is_digits(cb):
         return None
     nodes, exact = node_count(job, ctx)
     if not nodes:
