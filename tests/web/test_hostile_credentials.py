@@ -43,3 +43,30 @@ def test_non_ascii_session_cookie_is_no_session(client):
     cookie = f"{COOKIE}=v1.\u00e9.k.9999999999.\u00e9\u00e9".encode("latin-1")
     res = client.get("/api/v1/jobs", headers={"Cookie": cookie})
     assert res.status_code == 401
+
+
+BIG = "99999999999999999999999"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"/api/jobs?limit={BIG}",
+        f"/api/jobs?offset={BIG}",
+        "/api/jobs?offset=-1",
+        "/api/findings?limit=-5",
+        f"/api/findings?limit={BIG}",
+        f"/jobs?page={BIG}",
+        f"/api/admin/mds?bin_s={BIG}",
+        f"/api/v1/jobs?limit={BIG}",
+        f"/api/v1/series?limit={BIG}",
+    ],
+)
+def test_out_of_range_integers_are_422_not_500(client, web_db, url):
+    """Issue 19: query integers beyond what a store can take were a 500."""
+    res = client.get(url, headers=web_db.auth("root"))
+    assert res.status_code == 422, (url, res.status_code, res.text[:200])
+
+
+def test_nul_in_a_static_path_is_404(client):
+    assert client.get("/static/iolens.css%00.js").status_code == 404

@@ -106,7 +106,9 @@ def router(service: IngestService, readers: Readers | None = None) -> APIRouter:
 
     @r.get("/jobs")
     def list_jobs(
-        request: Request, user: str | None = None, limit: int | None = Query(default=None, ge=1)
+        request: Request,
+        user: str | None = None,
+        limit: int | None = Query(default=None, ge=1, le=10_000_000),
     ) -> Response:
         """Jobs in start order (`iolens jobs --json`); new jobs are analysed first."""
         name, admin = _caller(request)
@@ -139,7 +141,7 @@ def router(service: IngestService, readers: Readers | None = None) -> APIRouter:
         component: str | None = None,
         metric: str | None = None,
         since: str | None = None,
-        limit: int = Query(default=10_000, ge=1),
+        limit: int = Query(default=10_000, ge=1, le=10_000_000),
     ) -> Response:
         """Server-side samples, one value per entry (`iolens series --json`); admins only."""
         if not _caller(request)[1]:

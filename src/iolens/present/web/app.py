@@ -82,6 +82,8 @@ def static_router() -> APIRouter:
     @r.get("/static/{path:path}", include_in_schema=False)
     def static(path: str) -> Response:
         """The vendored chart library, the stylesheet and the page script (public)."""
+        if "\0" in path:  # the OS refuses NUL in a path (ValueError): no such file
+            return JSONResponse({"detail": "not found"}, status_code=404)
         target = (STATIC / path).resolve()
         if not target.is_file() or not target.is_relative_to(STATIC.resolve()):
             return JSONResponse({"detail": "not found"}, status_code=404)

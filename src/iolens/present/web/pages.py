@@ -95,7 +95,7 @@ def router(web: Any) -> APIRouter:
         until: str | None = None,
         sort: str = "start",
         order: str = Query("desc", pattern="^(asc|desc)$"),
-        page: int = Query(1, ge=1),
+        page: int = Query(1, ge=1, le=1_000_000),
     ) -> Response:
         who = me_of(request)
         error = None

@@ -70,7 +70,7 @@ def router(web: Any) -> APIRouter:
         sort: str = Query("start", description=f"One of {', '.join(scope.SORTABLE)}"),
         order: str = Query("desc", pattern="^(asc|desc)$"),
         limit: int = Query(1000, ge=1, le=100_000),
-        offset: int = Query(0, ge=0),
+        offset: int = Query(0, ge=0, le=1_000_000_000),
     ) -> Response:
         """The caller's visible jobs (admins: all), as `iolens jobs --json` entries."""
         who = me_of(request)
@@ -162,7 +162,11 @@ def router(web: Any) -> APIRouter:
         return _json({"component": component_id, "since": t0, "until": t1, "series": chart})
 
     @r.get("/findings")
-    def findings(request: Request, code: str | None = None, limit: int = 500) -> Response:
+    def findings(
+        request: Request,
+        code: str | None = None,
+        limit: int = Query(500, ge=1, le=100_000),
+    ) -> Response:
         """Findings of the caller's jobs (admins: all), most severe first."""
         who = me_of(request)
         where, params = ["f.subject_kind = 'job'"], []
@@ -226,7 +230,7 @@ def router(web: Any) -> APIRouter:
             return _json(system_views.interference_page(store)["rows"])
 
     @r.get("/admin/mds")
-    def admin_mds(bin_s: int = Query(300, ge=10)) -> Response:
+    def admin_mds(bin_s: int = Query(300, ge=10, le=7 * 86400)) -> Response:
         """MDS load per bin, split into jobs and other clients."""
         with web.readers.reader() as store:
             return _json(system_views.mds_page(store, bin_s)["view"])
