@@ -183,3 +183,21 @@ def test_pages_say_what_they_cannot_show(router_site, web_db):
     assert "<svg" not in page
     view = client.get("/api/admin/switches", headers=admin).json()
     assert view["switches"] == [] and "switch" in view["missing"]
+
+
+def test_factors_page_with_one_darshan_job(tmp_path):
+    """Issue 19: `/admin/factors` with exactly one job's factors was a 500 (an empty
+    correlation matrix reached the plot); it now says there is nothing to correlate yet."""
+    import pyarrow as pa
+
+    from iolens.model.schema import JOB_FACTORS
+    from iolens.present.web.system_views import factors_page
+    from iolens.store import DuckDBStore
+
+    row = {f.name: (1.0 if pa.types.is_floating(f.type) else None) for f in JOB_FACTORS}
+    row.update(job_id="1", app="ior")
+    with DuckDBStore(tmp_path / "f.duckdb") as store:
+        store.append("job_factors", pa.Table.from_pylist([row], schema=JOB_FACTORS))
+        out = factors_page(store, None)
+    assert out["rows"] == 1 and out["app"] == "ior"
+    assert out["corr_svg"] is None and out["parallel_svg"] is None

@@ -320,6 +320,9 @@ def factors_page(store: Store, app: str | None = None) -> dict[str, Any]:
     chosen = app if app in apps else (apps[0] if apps else None)
     mine = [r for r in rows if r["app"] == chosen]
     corr_svg = par_svg = None
+    if len(rows) < 2 or not cols:  # one job correlates with nothing: nothing to draw yet
+        return {"rows": len(rows), "apps": apps, "app": chosen, "columns": cols,
+                "corr_svg": None, "parallel_svg": None}  # fmt: skip
     try:
         from iolens.analyze.darshan.zoomin.platform import correlation
         from iolens.present.plots import correlation_heatmap, parallel_coordinates
