@@ -201,3 +201,37 @@ def test_factors_page_with_one_darshan_job(tmp_path):
         out = factors_page(store, None)
     assert out["rows"] == 1 and out["app"] == "ior"
     assert out["corr_svg"] is None and out["parallel_svg"] is None
+
+
+def test_job_page_episodes_never_name_another_users_job(tmp_path):
+    """Issue 19: a user's own job page showed an anomaly summary naming another user's job;
+    the owner's own ids stay, others' read "another user's job"."""
+    from datetime import datetime
+
+    import pyarrow as pa
+
+    from iolens.model.schema import ANOMALIES, JOBS
+    from iolens.present.web.episode_views import episodes_during
+    from iolens.store import DuckDBStore
+
+    t0, t1 = datetime(2025, 3, 3, 8), datetime(2025, 3, 3, 9)
+
+    def job(job_id: str, user: str) -> dict:
+        row = {f.name: None for f in JOBS}
+        row.update(job_id=job_id, user=user, start=t0, end=t1)
+        return row
+
+    ep = {f.name: None for f in ANOMALIES}
+    summary = "N-1 job 100009 slowed 2 job(s): 100010, 1000090"
+    ep.update(kind="n1_interference", component_kind="forwarder", component_id="fwd1",
+              start=t0, end=t1, severity="warning", evidence=f'{{"summary": "{summary}"}}')  # fmt: skip
+    with DuckDBStore(tmp_path / "p.duckdb") as store:
+        store.append(
+            "jobs",
+            pa.Table.from_pylist([job("100009", "bob"), job("100010", "ann")], schema=JOBS),
+        )
+        store.append("anomalies", pa.Table.from_pylist([ep], schema=ANOMALIES))
+        seen = episodes_during(store, ["fwd1"], {"start": t0, "end": t1, "user": "ann"})
+    text = seen[0]["summary"]
+    assert "100009" not in text.replace("1000090", "")
+    assert "another user's job" in text and "100010" in text and "1000090" in text

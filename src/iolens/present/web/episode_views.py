@@ -5,6 +5,7 @@ components saw while it ran; and who used a component over a period (`jobs_on`).
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -76,6 +77,34 @@ def episodes_during(
         ev = json.loads(r.pop("evidence") or "{}")
         r["summary"] = ev.get("summary", "")
         r["key"] = episode_key(r["kind"], r["component_id"], r["start"])
+    return _only_own_jobs(store, rows, job.get("user"))
+
+
+_TOKEN = re.compile(r"[\w.\-]+")
+
+
+def _only_own_jobs(
+    store: Store, rows: list[dict[str, Any]], owner: str | None
+) -> list[dict[str, Any]]:
+    """Summaries as the job's owner may read them: another user's job id becomes "another
+    user's job" (a job page is its owner's; the admin pages keep every id)."""
+    words = sorted({w for r in rows for w in _TOKEN.findall(r["summary"])})
+    if not words:
+        return rows
+    foreign = {
+        j["job_id"]
+        for j in store.query(
+            "SELECT job_id FROM jobs WHERE job_id IN (SELECT unnest(?)) "
+            "AND user IS DISTINCT FROM ?",
+            [words, owner],
+        ).to_pylist()
+    }
+    if not foreign:
+        return rows
+    ids = "|".join(map(re.escape, sorted(foreign, key=len, reverse=True)))
+    pattern = re.compile(r"(?:\bjob )?(?<![\w.\-])(?:" + ids + r")(?![\w.\-])")
+    for r in rows:
+        r["summary"] = pattern.sub("another user's job", r["summary"])
     return rows
 
 
