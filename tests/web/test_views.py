@@ -223,8 +223,15 @@ def test_job_page_episodes_never_name_another_users_job(tmp_path):
 
     ep = {f.name: None for f in ANOMALIES}
     summary = "N-1 job 100009 slowed 2 job(s): 100010, 1000090"
-    ep.update(kind="n1_interference", component_kind="forwarder", component_id="fwd1",
-              start=t0, end=t1, severity="warning", evidence=f'{{"summary": "{summary}"}}')  # fmt: skip
+    ep.update(
+        kind="n1_interference",
+        component_kind="forwarder",
+        component_id="fwd1",
+        start=t0,
+        end=t1,
+        severity="warning",
+        evidence=f'{{"summary": "{summary}"}}',
+    )
     with DuckDBStore(tmp_path / "p.duckdb") as store:
         store.append(
             "jobs",
