@@ -381,17 +381,39 @@ MALFORMED = [
 ]
 
 
-@pytest.mark.parametrize(("cls", "case", "rel", "line"), MALFORMED)
-def test_malformed_file_raises_input_error_naming_file_and_line(
-    cls: type[Source], case: Path, rel: str, line: int, tmp_path: Path
-) -> None:
-    shutil.copytree(case, tmp_path, dirs_exist_ok=True)
-    path = tmp_path / rel
+def _corrupt(case: Path, rel: str, line: int, dst: Path) -> Path:
+    shutil.copytree(case, dst, dirs_exist_ok=True)
+    path = dst / rel
     lines = path.read_text().splitlines()
     lines[line - 1] = "frobnicate 12 lots of [things]"
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(InputError, match=rf"^{re.escape(str(path))}:{line}: "):
-        list(cls(HOST).collect(tmp_path))
+    return path
+
+
+@pytest.mark.parametrize(("cls", "case", "rel", "line"), MALFORMED)
+def test_malformed_file_costs_only_itself(
+    cls: type[Source], case: Path, rel: str, line: int, tmp_path: Path, caplog
+) -> None:
+    """A server's malformed file is skipped and logged naming its file and line; every
+    other file of the server still reports (issue 19: one bad OST line dropped all four
+    OSTs). A client's files are one mount's view: there the error stops the source."""
+    path = _corrupt(case, rel, line, tmp_path / "bad")
+    if cls is LustreClientSource:
+        with pytest.raises(InputError, match=rf"^{re.escape(str(path))}:{line}: "):
+            list(cls(HOST).collect(tmp_path / "bad"))
+        return
+    shutil.copytree(case, tmp_path / "clean")
+    with caplog.at_level("ERROR", logger="iolens.collect"):
+        bad = list(cls(HOST).collect(tmp_path / "bad"))
+    assert f"{path}:{line}: " in caplog.text
+    clean = list(cls(HOST).collect(tmp_path / "clean"))
+
+    def keys(rs: list) -> set:
+        return {(r.kind, r.component, r.metric, r.job_id) for r in rs}
+
+    missing = keys(clean) - keys(bad)
+    assert missing and keys(bad) <= keys(clean)
+    assert len({k[1] for k in missing}) == 1, "only the bad file's target lost readings"
 
 
 def test_nul_padded_sysfs_gauge_is_read(tmp_path: Path) -> None:

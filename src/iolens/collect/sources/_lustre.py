@@ -11,9 +11,10 @@ stats, capacity gauges) into readings.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from iolens.collect.base import Reading
@@ -212,3 +213,21 @@ def services(root: Path, kind: str, component: str, svc_dir: str, main: str) -> 
     `server_samples` table), the others prefixed with their own name (`ost_create_wait_us`)."""
     for svc in targets(root, svc_dir):
         yield from service(root, kind, component, svc_dir, svc, "" if svc == main else svc + "_")
+
+
+log = logging.getLogger("iolens.collect")
+_reported: set[str] = set()
+
+
+def isolated(part: Callable[[], Iterator[Reading]]) -> list[Reading]:
+    """One file's readings, or none when the file is malformed: a bad line in one target's
+    file costs that file, never the server's other targets (issue 19). Each distinct
+    error is logged once, naming the file and line."""
+    try:
+        return list(part())
+    except InputError as exc:
+        message = str(exc)
+        if message not in _reported:
+            _reported.add(message)
+            log.error("skipped a malformed file: %s", message)
+        return []

@@ -75,16 +75,25 @@ class LustreMdsSource:
 
     def collect(self, root: Path) -> Iterator[Reading]:
         osds = _lustre.osd_types(root)
+        isolated = _lustre.isolated
         for mdt in _lustre.targets(root, "mdt"):
-            st = _lustre.stats(root, "mdt", mdt, "md_stats")
-            if st is not None:
-                yield from metadata("mdt", mdt, st.by_name(), None, timed=True)
-            for job in _lustre.job_stats(root, "mdt", mdt) or []:
-                born = _lustre.born(job)
-                yield from metadata("mdt", mdt, job.by_name(), job.job_id, timed=True, fresh=born)
-            yield from clients(root, mdt)
-            yield from _lustre.capacity(root, "mdt", mdt, "mdt", osds)
-        yield from _lustre.services(root, self.kind, self.host, "mds/MDS", "mdt")
+            yield from isolated(lambda mdt=mdt: _md_stats(root, mdt))
+            yield from isolated(lambda mdt=mdt: _job_stats(root, mdt))
+            yield from isolated(lambda mdt=mdt: clients(root, mdt))
+            yield from isolated(lambda mdt=mdt: _lustre.capacity(root, "mdt", mdt, "mdt", osds))
+        yield from isolated(lambda: _lustre.services(root, self.kind, self.host, "mds/MDS", "mdt"))
+
+
+def _md_stats(root: Path, mdt: str) -> Iterator[Reading]:
+    st = _lustre.stats(root, "mdt", mdt, "md_stats")
+    if st is not None:
+        yield from metadata("mdt", mdt, st.by_name(), None, timed=True)
+
+
+def _job_stats(root: Path, mdt: str) -> Iterator[Reading]:
+    for job in _lustre.job_stats(root, "mdt", mdt) or []:
+        born = _lustre.born(job)
+        yield from metadata("mdt", mdt, job.by_name(), job.job_id, timed=True, fresh=born)
 
 
 def clients(root: Path, mdt: str) -> Iterator[Reading]:

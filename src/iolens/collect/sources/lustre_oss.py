@@ -78,12 +78,17 @@ class LustreOssSource:
 
     def collect(self, root: Path) -> Iterator[Reading]:
         osds = _lustre.osd_types(root)
+        isolated = _lustre.isolated
         for ost in _lustre.targets(root, "obdfilter"):
-            yield from self._ost_stats(root, ost)
-            yield from self._job_stats(root, ost)
-            yield from self._brw_stats(root, ost, osds)
-            yield from _lustre.capacity(root, "ost", ost, "obdfilter", osds)
-        yield from _lustre.services(root, self.kind, self.host, "ost/OSS", "ost_io")
+            yield from isolated(lambda ost=ost: self._ost_stats(root, ost))
+            yield from isolated(lambda ost=ost: self._job_stats(root, ost))
+            yield from isolated(lambda ost=ost: self._brw_stats(root, ost, osds))
+            yield from isolated(
+                lambda ost=ost: _lustre.capacity(root, "ost", ost, "obdfilter", osds)
+            )
+        yield from isolated(
+            lambda: _lustre.services(root, self.kind, self.host, "ost/OSS", "ost_io")
+        )
 
     def _ost_stats(self, root: Path, ost: str) -> Iterator[Reading]:
         st = _lustre.stats(root, "obdfilter", ost, "stats")
