@@ -151,7 +151,8 @@ def diagnose_jobs(store: Store, reports: list[JobReport], everything: bool) -> N
         by_victim[p.victim].append(p)
     key_of = {r.job_id: (r.app, r.nprocs, r.nodes) for r in reports}
     for rep in reports:
-        flags = anomalous.get(rep.job_id, [])
+        # a job without a start has no place in its history (never judged): no flags
+        flags = anomalous.get(rep.job_id) or [False] * len(found[rep.job_id])
         slow = [
             (i, p) for i, (p, bad) in enumerate(zip(found[rep.job_id], flags, strict=True)) if bad
         ]

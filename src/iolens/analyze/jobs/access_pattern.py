@@ -66,7 +66,7 @@ def classify(
     n = len(off)
     stream = np.asarray(stream)
     off, size = np.asarray(off, np.int64), np.asarray(size, np.int64)
-    stride, count = np.asarray(stride, np.int64), np.asarray(count, np.int64)
+    stride, count = _ints(stride), np.asarray(count, np.int64)
     first = np.ones(n, bool)
     first[1:] = stream[1:] != stream[:-1]
     last = np.zeros(n, bool)
@@ -342,3 +342,11 @@ def _pattern(r: dict[str, Any]) -> str:
 
 
 __all__ = ["Survey", "access_patterns", "by_file", "classify", "survey"]
+
+
+def _ints(a: object) -> np.ndarray:
+    """Integers with NULL (a record of one call has no stride) as 0; exact for int64."""
+    arr = np.asarray(a)
+    if arr.dtype.kind in "fO":  # NULLs came through as NaN or None
+        return np.array([0 if v is None or v != v else int(v) for v in arr.tolist()], np.int64)
+    return arr.astype(np.int64)
