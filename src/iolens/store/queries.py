@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from iolens.errors import NotFound
+from iolens.model.rows import NAMES
 from iolens.store.base import Store
 
 
@@ -183,17 +184,7 @@ def findings_for(store: Store, subject_kind: str, subject_id: str) -> list[dict[
     return rows
 
 
-_WIDE = (
-    "read_bytes",
-    "write_bytes",
-    "read_ops",
-    "write_ops",
-    "md_ops",
-    "wait_us",
-    "service_us",
-    "queue_len",
-    "active_threads",
-)
+_WIDE = NAMES["server_samples"][5:]  # the wide row's measures, after its keys
 
 
 def series(

@@ -228,6 +228,8 @@ def isolated(part: Callable[[], Iterator[Reading]]) -> list[Reading]:
     except InputError as exc:
         message = str(exc)
         if message not in _reported:
+            if len(_reported) >= 1000:  # a file bad in a new way each round: stay bounded
+                _reported.clear()
             _reported.add(message)
             log.error("skipped a malformed file: %s", message)
         return []

@@ -17,6 +17,19 @@ MiB = 2**20
 MAX_POINTS = 2000  # per time series sent to the browser
 
 
+def ts_window(column: str, since: Any, until: Any) -> tuple[str, list[Any]]:
+    """` AND column > since AND column <= until` for the bounds given (samples are stamped
+    at the end of their interval), and its parameters."""
+    sql, params = "", []
+    if since is not None:
+        sql += f" AND {column} > ?"
+        params.append(since)
+    if until is not None:
+        sql += f" AND {column} <= ?"
+        params.append(until)
+    return sql, params
+
+
 def epoch(t: datetime | str | None) -> float | None:
     if t is None:
         return None
@@ -79,13 +92,8 @@ def component_series(
     counters of the job's nodes while it ran (forwarded requests carry no job id). A
     forwarder without per-client counters (an LNet router) cannot say: `note` says so.
     """
-    cond, params = "component_id = ?", [component_id]
-    if start is not None:
-        cond += " AND ts > ?"
-        params.append(start)
-    if end is not None:
-        cond += " AND ts <= ?"
-        params.append(end)
+    window, params = ts_window("ts", start, end)
+    cond, params = "component_id = ?" + window, [component_id, *params]
     span = store.query(
         f"SELECT min(ts) AS t0, max(ts) AS t1, any_value(kind) AS kind, "
         f"median(interval_s) AS every FROM server_samples WHERE {cond} AND job_id IS NULL",
@@ -174,13 +182,7 @@ def _forwarded_share(
     per-client counters, kind `fwd_client`, component `<forwarder>:<node>`), or why not."""
     from iolens.analyze.components.forwarding import CLIENT_KIND
 
-    cond, params = "", []
-    if start is not None:
-        cond += " AND s.ts > ?"
-        params.append(start)
-    if end is not None:
-        cond += " AND s.ts <= ?"
-        params.append(end)
+    cond, params = ts_window("s.ts", start, end)
     clients = store.query(
         f"SELECT count(*) AS n FROM server_samples s WHERE s.kind = '{CLIENT_KIND}' "
         f"AND s.job_id IS NULL AND starts_with(s.component_id, ?){cond}",

@@ -9,7 +9,13 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
-from iolens.present.web.charts import component_series, epoch, latest_sample, naive_t
+from iolens.present.web.charts import (
+    component_series,
+    epoch,
+    latest_sample,
+    naive_t,
+    ts_window,
+)
 from iolens.store.base import Store
 
 
@@ -125,13 +131,7 @@ def jobs_on(
     from iolens.analyze.components.forwarding import CLIENT_KIND
     from iolens.analyze.jobids import job_scheme
 
-    window, params = "", []
-    if since:
-        window += " AND s.ts > ?"
-        params.append(since)
-    if until:
-        window += " AND s.ts <= ?"
-        params.append(until)
+    window, params = ts_window("s.ts", since or None, until or None)
     sums = (
         "sum(coalesce(s.read_bytes, 0) + coalesce(s.write_bytes, 0))::DOUBLE AS bytes, "
         "sum(coalesce(s.md_ops, 0))::DOUBLE AS md_ops, min(s.ts) AS first, max(s.ts) AS last"
