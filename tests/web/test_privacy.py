@@ -53,9 +53,12 @@ def test_unauthenticated_requests_get_401_everywhere_but_login_health_static(ser
     public = {"/login", "/healthz", "/metrics", "/static/{path:path}"}
     assert public == set(PUBLIC_PATHS)
     checked = 0
+    browser = {"Origin": "http://testserver"}  # as a browser on the server's own pages
     for r in route_table(app):
         for method in r.methods - {"HEAD"}:
-            res = client.request(method, _fill(r.path, web_db), follow_redirects=False)
+            res = client.request(
+                method, _fill(r.path, web_db), headers=browser, follow_redirects=False
+            )
             checked += 1
             if r.path in public:
                 # /login answers the form (GET) or refuses the empty token (POST): never data
@@ -190,6 +193,7 @@ def test_token_link_sets_a_session_and_drops_the_token(served, web_db):
     assert res.status_code == 303 and res.headers["location"] == f"/jobs/{web_db.job}?x=1"
     cookie = res.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=lax" in cookie.replace("Lax", "lax")
+    assert res.headers["cache-control"] == "no-store"
     assert token not in cookie
     assert client.get(f"/jobs/{web_db.job}").status_code == 200  # the cookie works
     assert client.get("/api/me").json()["via"] == "session"
@@ -201,11 +205,15 @@ def test_token_link_sets_a_session_and_drops_the_token(served, web_db):
     # a bad token in the link is a 401, not a redirect
     assert client.get("/jobs?token=iol_12345678_nope-nope-nope-nope-nope").status_code == 401
     # the login form does the same as the link
+    own = {"Origin": "http://testserver"}  # what a browser sends with the form
     res = client.post(
-        "/login", data={"token": token, "next": "//evil.example/x"}, follow_redirects=False
+        "/login",
+        data={"token": token, "next": "//evil.example/x"},
+        headers=own,
+        follow_redirects=False,
     )
     assert res.status_code == 303 and res.headers["location"] == "/"
-    assert client.post("/logout", follow_redirects=False).status_code == 303
+    assert client.post("/logout", headers=own, follow_redirects=False).status_code == 303
     client.cookies.clear()
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 #: Bumped whenever a table or column changes; the store migrates older files.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 TS = pa.timestamp("us")
 
@@ -449,6 +449,9 @@ USERS = pa.schema(
         pa.field("admin", pa.bool_(), nullable=False),
         pa.field("token_hash", pa.string(), nullable=False),
         pa.field("created", TS),
+        pa.field("expires", TS),  # the token's end (NULL: created + 90 days, an old token)
+        pa.field("revoked", TS),  # `iolens user revoke`: token and sessions end
+        pa.field("generation", pa.int32()),  # sessions carry it; a revoke bumps it
     ]
 )
 

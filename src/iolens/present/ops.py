@@ -61,6 +61,8 @@ OPS: dict[str, Op] = {
     "site topology": Op("ingest", inputs=("file",)),
     # administration
     "user add": Op("admin"),
+    "user token": Op("admin"),
+    "user revoke": Op("admin"),
     "user remove": Op("admin"),
     "analyze": Op("admin"),
     "alerts check": Op("admin", inputs=("config",)),

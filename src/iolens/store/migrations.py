@@ -122,6 +122,16 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE TABLE component_aliases (alias VARCHAR NOT NULL, component_id VARCHAR NOT NULL);
         """,
     ),
+    # Issue 19, sessions: API tokens expire and can be revoked; a session carries its
+    # account's generation, which a revoke bumps (NULLs: tokens from before, see accounts.py).
+    (
+        7,
+        """
+        ALTER TABLE users ADD COLUMN expires TIMESTAMP;
+        ALTER TABLE users ADD COLUMN revoked TIMESTAMP;
+        ALTER TABLE users ADD COLUMN generation INTEGER;
+        """,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -20,11 +20,12 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.routing import APIRoute
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from iolens.errors import StoreError
 from iolens.ingest.http import IngestService
 from iolens.ingest.http import router as ingest_router
 from iolens.present import api
 from iolens.present.web import pages, rest, run, scope, site_metrics
-from iolens.present.web.accounts import Accounts, session_secret
+from iolens.present.web.accounts import Accounts
 from iolens.present.web.auth import (
     Authenticator,
     AuthError,
@@ -35,7 +36,9 @@ from iolens.present.web.auth import (
     load_token_file,
     set_session,
 )
+from iolens.present.web.browser_policy import security_headers
 from iolens.present.web.cache import PlotCache
+from iolens.present.web.session_secret import forget_legacy, session_secret
 from iolens.store.base import Store
 
 STATIC = Path(str(resources.files("iolens.present.web") / "static"))
@@ -206,8 +209,9 @@ def create_app(
     )
     app.state.ingest = service
     readers = api.Readers(service)
-    with service.lock:
-        secret = session_secret(store)
+    secret = session_secret(store)  # outside the store: a copy of it forges nothing
+    with service.lock, contextlib.suppress(StoreError):  # a read-only store keeps its own
+        forget_legacy(store)
     accounts = Accounts(store, service.lock, readers.reader)
     config = config or WebConfig()
     scrapers = load_token_file(config.metrics.token_file)
@@ -231,12 +235,16 @@ def create_app(
     app.include_router(docs_router(app, web), dependencies=gate)
     app.include_router(static_router(), dependencies=gate)
 
+    headers = security_headers()
+
     @app.middleware("http")
     async def server_timing(request: Request, call_next: Any) -> Response:
-        """`Server-Timing: app;dur=MS` on every answer: what the page benchmark reads."""
+        """`Server-Timing: app;dur=MS` on every answer (what the page benchmark reads), and
+        the browser's security headers (`browser_policy`)."""
         t0 = time.perf_counter()
         resp: Response = await call_next(request)
         resp.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - t0) * 1000:.1f}"
+        resp.headers.update(headers)
         return resp
 
     # The promise of auth.py, kept mechanically: a route without the gate is a bug.
@@ -277,7 +285,8 @@ def create_app(
     @app.exception_handler(LoginRedirect)
     async def token_login(request: Request, exc: LoginRedirect) -> Response:
         resp = RedirectResponse(exc.location, status_code=303)
-        set_session(resp, exc.cookie, exc.max_age, auth.config.secure_cookie)
+        resp.headers["Cache-Control"] = "no-store"  # the URL with the token is not kept
+        set_session(resp, exc.cookie, exc.max_age, auth.cookie_secure(request))
         return resp
 
     return app

@@ -7,13 +7,19 @@ test walks `app.routes` to check it stays that way. It resolves the caller:
 1. `Authorization: Bearer TOKEN`: an agent token (`iolens serve --agent-token`), a
    user's API token (`iolens user add`) or the server's owner token (an admin; written
    beside the store for the account running the server, `iolens.present.discovery`);
-2. the session cookie the login page or a `?token=` page link set (HMAC-signed, HttpOnly,
-   SameSite=Lax; bound to the user's current token, so `iolens user remove` or a new token
-   ends every session);
+2. the session cookie the login page or a `?token=` page link set (HMAC-signed with the
+   secret of `session_secret.py`, HttpOnly, SameSite=Lax, Secure over https; bound to the
+   user's current token and generation and no longer than the token lives, so
+   `iolens user remove|revoke`, a new token or the token's expiry ends every session);
 3. a trusted reverse-proxy header such as `X-Remote-User` (Open OnDemand, an SSO proxy),
    only when the server was told to trust it and only from the trusted proxy addresses.
 
-then applies the route's policy, decided by its path (secure by default: a route not
+A state-changing request (POST, PUT, PATCH, DELETE) without a bearer token must come from
+this server's own pages: its `Origin` (or `Referer`) is the server's own origin, else 403
+(`same_origin`; cross-site request forgery, login forgery included). Bearer requests
+(agents, scripts) cannot be forged by a browser and are not checked.
+
+It then applies the route's policy, decided by its path (secure by default: a route not
 listed needs a logged-in user):
 
 - public: `/login`, `/healthz`, `/metrics` (process counters, no job data), `/static/...`
@@ -39,9 +45,10 @@ import ipaddress
 import secrets
 import time
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
 from typing import Literal
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from fastapi import HTTPException, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -55,6 +62,8 @@ COOKIE = "iolens_session"
 Policy = Literal["public", "ingest", "query", "metrics", "user", "admin"]
 
 PUBLIC_PATHS = frozenset({"/login", "/healthz", "/metrics", "/static/{path:path}"})
+#: Methods that change nothing: never checked for their origin.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: Site-wide state for Prometheus: operator data.
 SITE_METRICS_PATH = "/metrics/site"
 
@@ -174,10 +183,18 @@ class Authenticator:
 
     # -- sessions -------------------------------------------------------------------------
     def session_cookie(self, user: User) -> str:
-        exp = int(time.time() + self.config.session_hours * 3600)
+        """`v2.NAME64.KEYID.GENERATION.EXPIRY.HMAC`: ends after `session_hours`, or with the
+        token it was issued for (its expiry, a revoke or a new token)."""
+        exp = time.time() + self.config.session_hours * 3600
+        if user.expires is not None:
+            exp = min(exp, user.expires.replace(tzinfo=UTC).timestamp())
         name = base64.urlsafe_b64encode(user.name.encode()).decode().rstrip("=")
-        body = f"v1.{name}.{user.key_id}.{exp}"
+        body = f"v2.{name}.{user.key_id}.{user.generation}.{int(exp)}"
         return f"{body}.{self._sign(body)}"
+
+    def cookie_secure(self, request: Request) -> bool:
+        """Send the cookie over https only: when configured, or when served over https."""
+        return self.config.secure_cookie or request.url.scheme == "https"
 
     def _sign(self, body: str) -> str:
         return hmac.new(self.secret, body.encode(), hashlib.sha256).hexdigest()
@@ -189,14 +206,17 @@ class Authenticator:
         if not body or not hmac.compare_digest(sig, self._sign(body)):
             return None
         try:
-            version, name64, kid, exp = body.split(".")
+            version, name64, kid, generation, exp = body.split(".")
             name = base64.urlsafe_b64decode(name64 + "=" * (-len(name64) % 4)).decode()
-            if version != "v1" or int(exp) < time.time():
+            if version != "v2" or int(exp) < time.time():
                 return None
+            gen = int(generation)
         except ValueError:
             return None
         user = self.accounts.by_key(kid)
-        return user if user is not None and user.name == name else None
+        if user is None or user.name != name or user.generation != gen or not user.active():
+            return None  # another account's key, revoked, re-keyed or expired since
+        return user
 
     # -- the caller -----------------------------------------------------------------------
     def bearer(self, request: Request) -> str | None:
@@ -259,6 +279,7 @@ def authorize(request: Request) -> Principal | None:
     template = getattr(route, "path", request.url.path)
     policy = policy_of(template, request.method)
     page = is_page(template)
+    same_origin(auth, request, template, page)
     if page and request.method == "GET" and "token" in request.query_params:
         _token_login(auth, request)  # raises: a redirect, or 401
     principal = auth.resolve(request)
@@ -284,6 +305,53 @@ def authorize(request: Request) -> Principal | None:
     return principal
 
 
+def _origin(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of a URL or an Origin header; None for `null` or garbage."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return parts.scheme, parts.hostname.lower(), port or (443 if parts.scheme == "https" else 80)
+
+
+def own_origins(auth: Authenticator, request: Request) -> set[tuple[str, str, int]]:
+    """The server's origin as the browser sees it: the Host header with the request's
+    scheme (https too with `secure_cookie`, behind a TLS proxy)."""
+    host = request.headers.get("host") or ""
+    schemes = {request.url.scheme} | ({"https"} if auth.config.secure_cookie else set())
+    found = (_origin(f"{s}://{host}") for s in schemes)
+    return {o for o in found if o is not None}
+
+
+def same_origin(auth: Authenticator, request: Request, template: str, page: bool) -> None:
+    """403 for a state-changing request a page of another origin may have sent (CSRF).
+
+    Bearer requests are exempt (a browser cannot add the header cross-origin). Without
+    `Origin` (every current browser sends it on POST) the `Referer` is checked; with
+    neither, only a request without browser credentials passes (a script, a tokenless
+    agent): not one carrying the session cookie or the trusted proxy header, nor a login."""
+    if request.method in SAFE_METHODS or auth.bearer(request) is not None:
+        return
+    claimed = request.headers.get("origin")
+    what = "Origin"
+    if claimed is None:
+        claimed, what = request.headers.get("referer"), "Referer"
+    if claimed is None:
+        header = auth.config.trust_header
+        ambient = COOKIE in request.cookies or bool(header and request.headers.get(header))
+        if ambient or template == "/login":
+            raise AuthError(403, "refused: a browser request without Origin or Referer", page)
+        return
+    if _origin(claimed) not in own_origins(auth, request):
+        shown = claimed if len(claimed) <= 100 else claimed[:100] + "..."
+        raise AuthError(
+            403, f"cross-origin request refused: {what} {shown!r} is not this server", page
+        )
+
+
 def load_token_file(path: Path | None) -> set[str]:
     """Tokens of a token file, one per line (`#` comments); InputError if it has none."""
     if path is None:
@@ -304,7 +372,7 @@ def _token_login(auth: Authenticator, request: Request) -> None:
     if user is None:
         raise AuthError(401, "unknown or expired token", page=True)
     rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-    location = request.url.path + (f"?{urlencode(rest)}" if rest else "")
+    location = safe_next(request.url.path + (f"?{urlencode(rest)}" if rest else ""))
     max_age = int(auth.config.session_hours * 3600)
     raise LoginRedirect(location, auth.session_cookie(user), max_age)
 
@@ -317,7 +385,12 @@ def safe_next(target: str | None) -> str:
 
 
 def set_session(resp: Response, cookie: str, max_age: int, secure: bool) -> None:
-    """Send the session cookie (`Authenticator.session_cookie`) with `resp`."""
+    """Send the session cookie (`Authenticator.session_cookie`) with `resp`.
+
+    SameSite=Lax, not Strict: Strict would drop the cookie on the redirect of a `?token=`
+    link followed from mail or chat (a cross-site navigation), and neither stops a page on
+    another port of the same host (the same site): the Origin check (`same_origin`) does.
+    Lax still keeps it off cross-site POSTs, frames and subresources."""
     resp.set_cookie(
         COOKIE, cookie, max_age=max_age, httponly=True, samesite="lax", secure=secure, path="/"
     )

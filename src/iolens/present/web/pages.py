@@ -69,7 +69,7 @@ def router(web: Any) -> APIRouter:
         resp = RedirectResponse(target, status_code=303)
         hours = web.auth.config.session_hours
         set_session(
-            resp, web.auth.session_cookie(user), int(hours * 3600), web.auth.config.secure_cookie
+            resp, web.auth.session_cookie(user), int(hours * 3600), web.auth.cookie_secure(request)
         )
         return resp
 

@@ -17,6 +17,7 @@ from iolens.errors import NotFound
 from iolens.present import views
 from iolens.present.cli.render import to_json
 from iolens.present.web import charts, episode_views, job_views, scope, stamps, system_views
+from iolens.present.web.accounts import DEFAULT_TOKEN_DAYS, MAX_TOKEN_DAYS
 from iolens.present.web.auth import Principal
 
 JOB_404 = "job {job_id} not found"
@@ -269,15 +270,30 @@ def router(web: Any) -> APIRouter:
         return _json([u.to_dict() for u in web.auth.accounts.all()])
 
     @r.post("/admin/users/{name}")
-    def admin_add_user(name: str, admin: bool = False, replace: bool = False) -> Response:
-        """Create an account (or re-key it with `replace`); answers its new token, once."""
+    def admin_add_user(
+        name: str,
+        admin: bool = False,
+        replace: bool = False,
+        days: int = Query(DEFAULT_TOKEN_DAYS, ge=1, le=MAX_TOKEN_DAYS),
+    ) -> Response:
+        """Create an account (or re-key it with `replace`); answers its new token, once.
+        The token works `days` days."""
         from iolens.errors import InputError
 
         try:
-            token = web.auth.accounts.add(name, admin, replace)
+            token = web.auth.accounts.add(name, admin, replace, days)
         except InputError as exc:
             return _json({"detail": str(exc)}, 409 if "exists" in str(exc) else 400)
-        return _json({"name": name, "admin": admin, "token": token}, 201)
+        return _json({"name": name, "admin": admin, "token": token, "days": days}, 201)
+
+    @r.post("/admin/users/{name}/revoke")
+    def admin_revoke_user(name: str) -> Response:
+        """End an account's token and every session it opened (`iolens user revoke`)."""
+        try:
+            user = web.auth.accounts.revoke(name)
+        except NotFound as exc:
+            return _json({"detail": str(exc)}, 404)
+        return _json(user.to_dict())
 
     @r.delete("/admin/users/{name}")
     def admin_remove_user(name: str) -> Response:

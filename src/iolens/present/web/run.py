@@ -168,8 +168,8 @@ def router(service: IngestService, accounts: Accounts) -> APIRouter:
                 )
                 if OPS[op].stored_paths:
                     _restore_paths(service, OPS[op].stored_paths, str(root / "in"))
-                if op in ("user add", "user remove"):
-                    accounts.reload()  # the new token works at once
+                if op.startswith("user ") and op != "user list":
+                    accounts.reload()  # a new token works, a revoked one fails, at once
                 for name, path in outputs.items():
                     if path.is_file():
                         import base64
