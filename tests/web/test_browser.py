@@ -1,7 +1,8 @@
 """The pages in a real browser: headless Debian Chromium driven by Playwright (never a
 downloaded browser). A user and an admin log in, open every page, the plots must have
 drawn (uPlot canvases with pixels, server SVGs with marks), and a user clicks from a job to
-its finding and to the slow OST it used. Screenshots go to build/test-artifacts/web/."""
+its finding and to the slow OST it used, all under the server's Content-Security-Policy:
+no page may trip it (issue 19). Screenshots go to build/test-artifacts/web/."""
 
 from __future__ import annotations
 
@@ -41,23 +42,45 @@ def browser() -> Iterator[object]:
             b.close()
 
 
+# Every CSP violation of the page, as the browser reports it (init scripts run outside the CSP).
+RECORD_CSP = """window.__csp = [];  // each: directive, blocked URI, source
+document.addEventListener('securitypolicyviolation', e =>
+  window.__csp.push([e.violatedDirective, e.blockedURI || "inline", e.sourceFile].join(" ")));"""
+
+
 @pytest.fixture
 def page_of(browser):
     contexts = []
     errors: list[str] = []
+    violations: list[str] = []
 
     def make():
         ctx = browser.new_context(viewport={"width": 1360, "height": 900})
         ctx.set_default_timeout(120_000)
+        ctx.add_init_script(RECORD_CSP)
         contexts.append(ctx)
         page = ctx.new_page()
         page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on(
+            "console",
+            lambda m: (
+                violations.append(f"{page.url}: {m.text}")
+                if "Content Security Policy" in m.text
+                else None
+            ),
+        )
         return page
 
     yield make
     for c in contexts:
         c.close()
     assert not errors, f"JavaScript errors: {errors}"
+    assert not violations, f"CSP violations: {violations}"
+
+
+def _no_csp_violation(page) -> None:
+    """The page loaded under the server's CSP and broke none of it."""
+    assert page.evaluate("window.__csp") == [], page.url
 
 
 def _shot(page, name: str) -> None:
@@ -66,6 +89,7 @@ def _shot(page, name: str) -> None:
 
 
 def _plots(page, canvases: int = 0, svgs: int = 0) -> None:
+    _no_csp_violation(page)
     drawn = page.evaluate(CANVAS_DRAWN)
     marks = page.evaluate(SVG_MARKS)
     assert len(drawn) >= canvases and all(n > 100 for n in drawn), (page.url, drawn)
@@ -75,7 +99,8 @@ def _plots(page, canvases: int = 0, svgs: int = 0) -> None:
 
 def test_user_logs_in_and_follows_a_job_to_its_finding_and_slow_ost(server, web_db, page_of):
     page = page_of()
-    page.goto(f"{server}/jobs/{web_db.job}")
+    res = page.goto(f"{server}/jobs/{web_db.job}")
+    assert "frame-ancestors 'none'" in res.headers["content-security-policy"]
     assert page.locator("input#token").count() == 1  # 401: the login form
     page.fill("input#token", web_db.tokens[web_db.user])
     page.click("button[type=submit]")
@@ -134,6 +159,7 @@ def test_user_logs_in_and_follows_a_job_to_its_finding_and_slow_ost(server, web_
 
     page.goto(f"{server}/jobs/{web_db.job}/report")
     assert page.locator("svg").count() >= 1
+    _no_csp_violation(page)  # its own stylesheet and matplotlib's, allowed by their hashes
     # someone else's job, and the admin pages: not for this user
     res = page.goto(f"{server}/jobs/{web_db.b_jobs[0]}")
     assert res.status == 404
@@ -175,6 +201,7 @@ def test_admin_opens_every_page_and_the_plots_render(server, web_db, page_of):
             url = busiest
         res = page.goto(server + url)
         assert res.status == 200, (url, res.status)
+        _no_csp_violation(page)
         if canvases:
             page.wait_for_selector("div.chart canvas")
         if canvases or svgs:
@@ -193,3 +220,21 @@ def test_admin_opens_every_page_and_the_plots_render(server, web_db, page_of):
     page.wait_for_url(f"{server}/admin/components/{web_db.slow_ost}")
     page.wait_for_selector("div.chart canvas")
     _plots(page, canvases=1)
+
+
+INJECT = """() => new Promise(done => {
+  document.addEventListener('securitypolicyviolation', e => done(e.violatedDirective));
+  const s = document.createElement('script'); s.textContent = 'window.__ran = "ran"';
+  document.body.appendChild(s); setTimeout(() => done(String(window.__ran)), 3000); })"""
+
+
+def test_an_injected_inline_script_does_not_run(server, web_db, browser):
+    """Were markup ever injected into a page, its inline script would be refused."""
+    ctx = browser.new_context()
+    try:
+        page = ctx.new_page()
+        page.goto(f"{server}/jobs?token={web_db.tokens[web_db.user]}")
+        assert page.url == f"{server}/jobs"
+        assert page.evaluate(INJECT) in ("script-src-elem", "script-src")
+    finally:
+        ctx.close()
