@@ -72,6 +72,30 @@ def test_the_servers_own_pages_still_change_things(client):
     assert res.status_code == 303
 
 
+def test_behind_a_proxy_that_rewrites_host_its_forwarded_host_counts(tmp_path):
+    """Only from a trusted proxy (loopback by default): elsewhere the header is ignored."""
+    store = DuckDBStore(tmp_path / "s.duckdb")
+    token = add_user(store, "alice")
+    proxied = {"Host": "127.0.0.1:8470", "X-Forwarded-Host": "hpc.example.org"}
+    proxied["X-Forwarded-Proto"] = "https"
+    form = {"token": token}
+    try:
+        app = create_app(store, [])
+        with TestClient(app, client=("127.0.0.1", 5000)) as c:
+            own = {**proxied, "Origin": "https://hpc.example.org"}
+            res = c.post("/login", data=form, headers=own, follow_redirects=False)
+            assert res.status_code == 303
+            evil = {**proxied, "Origin": "https://evil.example.org"}
+            res = c.post("/login", data=form, headers=evil, follow_redirects=False)
+            assert res.status_code == 403
+        with TestClient(app, client=("10.1.2.3", 5000)) as c:  # not the proxy
+            own = {**proxied, "Origin": "https://hpc.example.org"}
+            res = c.post("/login", data=form, headers=own, follow_redirects=False)
+            assert res.status_code == 403
+    finally:
+        store.close()
+
+
 def test_login_csrf_from_a_foreign_page_is_refused(client):
     """The attacker's page logs the victim into the attacker's account: refused, no cookie."""
     client.cookies.clear()

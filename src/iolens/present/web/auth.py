@@ -319,10 +319,17 @@ def _origin(url: str) -> tuple[str, str, int] | None:
 
 def own_origins(auth: Authenticator, request: Request) -> set[tuple[str, str, int]]:
     """The server's origin as the browser sees it: the Host header with the request's
-    scheme (https too with `secure_cookie`, behind a TLS proxy)."""
-    host = request.headers.get("host") or ""
+    scheme (https too with `secure_cookie`, behind a TLS proxy), and the
+    `X-Forwarded-Host`/`-Proto` a trusted proxy (`trusted_proxies`) sets when it rewrites
+    the Host header."""
+    hosts = {request.headers.get("host") or ""}
     schemes = {request.url.scheme} | ({"https"} if auth.config.secure_cookie else set())
-    found = (_origin(f"{s}://{host}") for s in schemes)
+    if auth._proxy_trusted(request):
+        if forwarded := request.headers.get("x-forwarded-host"):
+            hosts.add(forwarded.split(",")[0].strip())
+        if proto := request.headers.get("x-forwarded-proto"):
+            schemes.add(proto.split(",")[0].strip().lower())
+    found = (_origin(f"{s}://{h}") for s in schemes for h in hosts)
     return {o for o in found if o is not None}
 
 
