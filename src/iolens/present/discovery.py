@@ -8,8 +8,8 @@ files beside the store and removes them when it stops cleanly:
 - `STORE.server-token` (mode 600): a random token, new at each start, that the server
   accepts as an administrator. Only the account running the server (and root) can read it,
   so its owner's commands (imports, `user add`, re-analysis) work without `--token`.
-  The cookie-signing secret stays inside the store; this token is a different secret
-  that lives only as long as the server.
+  The cookie-signing secret is another file (`STORE.secret`, `web/session_secret.py`);
+  this token is a different secret that lives only as long as the server.
 
 A file whose server is gone (dead pid on this host, or no answer on `/healthz`) is stale
 and ignored: a crash leaves it behind, the next `iolens serve` overwrites it.
