@@ -24,6 +24,7 @@ from iolens.present.web.auth import COOKIE, WebConfig
 from iolens.present.web.session_secret import ENV, LEGACY_KEY, secret_file
 from iolens.store import DuckDBStore
 from tests.conftest import run_cli
+from tests.loopback import free_port
 
 
 @pytest.fixture(autouse=True)
@@ -116,7 +117,8 @@ def test_a_secret_file_others_can_read_is_refused(db):
     with DuckDBStore(path) as store, pytest.raises(InputError, match=r"chmod 600") as exc:
         create_app(store, [])
     assert str(made) in str(exc.value)
-    res = run_cli("serve", "--db", str(path), "--port", "1", "--analyze-every", "0")
+    port = str(free_port())  # free: the secret, not the address, is what stops it
+    res = run_cli("serve", "--db", str(path), "--port", port, "--analyze-every", "0")
     assert res.returncode == 2, res.stderr
     assert "error:" in res.stderr and str(made) in res.stderr and "Traceback" not in res.stderr
 
