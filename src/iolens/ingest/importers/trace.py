@@ -8,6 +8,7 @@ from all of their processes (`refresh_traced_jobs`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -18,6 +19,9 @@ from iolens.errors import InputError
 from iolens.model.batch import Batch
 from iolens.store.base import Store
 from iolens.tracefile import SUFFIX, batch_of, decode
+from iolens.tracefile.batch import reassign
+
+log = logging.getLogger(__name__)
 
 SPOOL_SUFFIX = SUFFIX
 
@@ -35,9 +39,55 @@ def spool_files(paths: Iterable[Path]) -> list[Path]:
     return found
 
 
-def batches(paths: Iterable[Path], job_id: str | None = None) -> Iterator[tuple[Path, Batch]]:
+def batches(
+    paths: Iterable[Path], job_id: str | None = None
+) -> Iterator[tuple[Path, Batch | InputError]]:
+    """One batch per file, or the InputError naming the file that does not decode (the
+    caller reports it and goes on: one bad file costs only itself)."""
     for path in spool_files(paths):
-        yield path, batch_of(decode(path), job_id)
+        try:
+            yield path, batch_of(decode(path), job_id)
+        except InputError as exc:
+            yield path, exc
+
+
+def quarantine(path: Path) -> Path | None:
+    """Move a file that does not decode to `bad/` beside it (never deleted: it is somebody's
+    data); None when it cannot be moved (a read-only spool, someone else's directory)."""
+    bad = path.parent / "bad"
+    try:
+        bad.mkdir(mode=0o700, exist_ok=True)
+        if bad.is_symlink() or not bad.is_dir():
+            return None
+        dest = bad / path.name
+        path.replace(dest)
+    except OSError:
+        return None
+    return dest
+
+
+def own_jobs(store: Store, batch: Batch) -> None:
+    """A trace from a shared spool names a job its owner may not run: the job id it claims
+    stands only if the store has no such job or has it as the owner's (the scheduler's
+    rows, or the owner's earlier traces); else the trace goes to the owner's own
+    `unknown-<host>-<user>` job, with a warning. Nothing is dropped."""
+    owner = batch.extra.get("trace_owner")
+    if owner is None or batch.jobs is None:
+        return
+    claimed = batch.jobs.column("job_id")[0].as_py()
+    for job in [claimed, *batch.extra.get("trace_jobs", [])]:
+        rows = store.query('SELECT "user" FROM jobs WHERE job_id = ?', [job]).to_pylist()
+        if not rows or rows[0]["user"] == owner:
+            break
+    if job != claimed:
+        log.warning(
+            "%s: the trace of user %s names job %s, which is another user's: loaded as job %s",
+            batch.source,
+            owner,
+            claimed,
+            job,
+        )
+        reassign(batch, job)
 
 
 def refresh_traced_jobs(store: Store, job_ids: Iterable[str], state: str | None = None) -> None:
