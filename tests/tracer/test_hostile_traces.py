@@ -80,6 +80,23 @@ def test_an_unsafe_spool_is_refused_and_said_once(tracer_lib, tmp_path):
     assert "sticky" in res.stderr.decode() and os.listdir(spool) == []
 
 
+def test_the_lost_trace_line_never_lands_in_the_programs_files(tracer_lib, tmp_path):
+    """A program that closed stderr and opened its own file as fd 2: not a byte of ours."""
+    spool = tmp_path / "open"
+    spool.mkdir()
+    spool.chmod(0o777)
+    code = (
+        "import os, sys\nos.close(2)\n"
+        "fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o600)\n"
+        "assert fd == 2\nos.write(fd, b'data')\n"
+    )
+    env = env_for(tracer_lib, LD_PRELOAD=str(tracer_lib), IOLENS_SPOOL=str(spool))
+    out = tmp_path / "data"
+    subprocess.run([sys.executable, "-c", code, str(out)], env=env, check=True)
+    assert out.read_bytes() == b"data"
+    assert os.listdir(spool) == []
+
+
 def test_corrupt_traces_are_input_errors_naming_the_file(tracer_lib, tmp_path):
     """Random damage to a real trace: an InputError naming the file, never another error."""
     data = trace_file(tracer_lib, tmp_path / "spool", tmp_path / "a.dat").read_bytes()

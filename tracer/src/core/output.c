@@ -135,7 +135,10 @@ static void say_lost(int err)
     p = put_str(p, end, " (");
     p = put_str(p, end, why(err));
     p = put_str(p, end, "): its trace is lost; the program is not affected\n");
-    syscall(SYS_write, 2, msg, (size_t)(p - msg));
+    /* only to the stderr the process inherited: once the application closed it or put
+       one of its own files there, the line would land in its data */
+    if (g.stderr_file && iol_fd_file(2) == g.stderr_file)
+        syscall(SYS_write, 2, msg, (size_t)(p - msg));
     if (err == IOL_EUNSAFE || !g.out_name)
         return;
     int e;
