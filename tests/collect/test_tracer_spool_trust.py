@@ -15,6 +15,7 @@ import stat
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -111,6 +112,28 @@ def test_user_is_the_files_owner_and_a_claimed_job_must_be_the_owners(tmp_path):
         assert jobs["777"]["user"] == "nobody"  # created in the owner's name, not the claim
         assert job_of_file(store, "roots.dat") == {"4242"}
         assert not list(spool.glob(f"*{SUFFIX}"))  # nothing lost, nothing left
+
+
+@needs_root
+def test_a_claim_on_another_users_job_goes_to_the_owners_scheduled_job(tmp_path):
+    """The scheduler says which job the owner runs on this node now: the trace goes there."""
+    root = tmp_path / "root"
+    spool = shared_spool(root)
+    nobody = pwd.getpwnam("nobody")
+    now = datetime.now(UTC).replace(tzinfo=None)
+    jobs = [
+        {"job_id": "4242", "user": "victim", "nodes": [HOST], "source": "slurm"},
+        {"job_id": "old", "user": "nobody", "nodes": [HOST], "source": "slurm",
+         "start": now - timedelta(days=2), "end": now - timedelta(days=1)},
+        {"job_id": "5000", "user": "nobody", "nodes": ["n1", HOST], "source": "slurm",
+         "start": now - timedelta(hours=1)},
+    ]  # fmt: skip
+    with DuckDBStore(tmp_path / "s.duckdb") as store:
+        load(store, Batch("slurm", jobs=pa.Table.from_pylist(jobs, schema=JOBS)))
+        os.chown(new_trace(spool, tmp_path / "a.dat", "4242"), nobody.pw_uid, nobody.pw_gid)
+        assert ship(tmp_path, root, store, TracerSpoolSource(HOST)) == 1
+        assert job_of_file(store, "a.dat") == {"5000"}
+        assert store.query("SELECT count(*) AS n FROM jobs").to_pylist() == [{"n": 3}]
 
 
 def test_symlinks_fifos_and_hard_links_are_never_followed(tmp_path, caplog):

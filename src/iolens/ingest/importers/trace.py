@@ -69,25 +69,45 @@ def quarantine(path: Path) -> Path | None:
 def own_jobs(store: Store, batch: Batch) -> None:
     """A trace from a shared spool names a job its owner may not run: the job id it claims
     stands only if the store has no such job or has it as the owner's (the scheduler's
-    rows, or the owner's earlier traces); else the trace goes to the owner's own
+    rows, or the owner's earlier traces). Else the trace goes to the job the scheduler says
+    the owner ran on that node at that time, if any, else to the owner's own
     `unknown-<host>-<user>` job, with a warning. Nothing is dropped."""
     owner = batch.extra.get("trace_owner")
     if owner is None or batch.jobs is None:
         return
-    claimed = batch.jobs.column("job_id")[0].as_py()
-    for job in [claimed, *batch.extra.get("trace_jobs", [])]:
-        rows = store.query('SELECT "user" FROM jobs WHERE job_id = ?', [job]).to_pylist()
-        if not rows or rows[0]["user"] == owner:
-            break
-    if job != claimed:
-        log.warning(
-            "%s: the trace of user %s names job %s, which is another user's: loaded as job %s",
-            batch.source,
-            owner,
-            claimed,
-            job,
-        )
-        reassign(batch, job)
+    row = batch.jobs.to_pylist()[0]
+    claimed = row["job_id"]
+    if _owned(store, claimed, owner):
+        return
+    job = _scheduled(store, owner, row["nodes"][0], row["start"])
+    if job is None:
+        spare = batch.extra["trace_jobs"]  # the last is unique to the file
+        job = next((j for j in spare if _owned(store, j, owner)), spare[-1])
+    log.warning(
+        "%s: the trace of user %s names job %s, which is another user's: loaded as job %s",
+        batch.source,
+        owner,
+        claimed,
+        job,
+    )
+    reassign(batch, job)
+
+
+def _owned(store: Store, job: str, user: str) -> bool:
+    """No such job yet, or `user`'s."""
+    rows = store.query('SELECT "user" FROM jobs WHERE job_id = ?', [job]).to_pylist()
+    return not rows or rows[0]["user"] == user
+
+
+def _scheduled(store: Store, user: str, node: str, at: object) -> str | None:
+    """The job a scheduler (not a trace) says `user` ran on `node` at `at`, the latest."""
+    rows = store.query(
+        "SELECT job_id FROM jobs WHERE \"user\" = ? AND source <> 'tracer' "
+        'AND list_contains(nodes, ?) AND "start" <= ? AND coalesce("end", ?) >= ? '
+        'ORDER BY "start" DESC LIMIT 1',
+        [user, node, at, at, at],
+    ).to_pylist()
+    return rows[0]["job_id"] if rows else None
 
 
 def refresh_traced_jobs(store: Store, job_ids: Iterable[str], state: str | None = None) -> None:
