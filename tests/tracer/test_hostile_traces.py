@@ -197,3 +197,20 @@ def test_a_trace_lost_to_a_full_disk_is_said(tracer_lib, tmp_path, full_disk):
     assert res.stderr.count("no space left on device") == 1
     assert "the tracer could not write it" in res.stderr
     assert list(full_disk.iterdir()) == []  # no mark or run folder left behind
+
+
+def test_iolens_trace_exits_with_the_programs_status_whatever_fails_in_iolens(
+    tracer_lib, tmp_path, monkeypatch, capsys
+):
+    from iolens.present.cli import tracing
+
+    def broken(*_args: object) -> None:
+        raise RuntimeError("something inside iolens")
+
+    monkeypatch.setenv("IOLENS_LIBRARY", str(tracer_lib))
+    monkeypatch.setattr(tracing, "_after_run", broken)
+    with pytest.raises(SystemExit) as ended:
+        tracing.trace(["sh", "-c", "exit 3"], db=tmp_path / "db.duckdb", spool=tmp_path / "sp")
+    assert ended.value.code == 3
+    said = capsys.readouterr().err
+    assert "warning: the trace was not handled (something inside iolens)" in said

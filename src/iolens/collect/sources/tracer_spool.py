@@ -169,7 +169,8 @@ class TracerSpoolSource:
         age = time.time() - st.st_mtime
         # this node's process: ask the kernel; another node's file, or a name not the
         # tracer's: judged by its age
-        dead = host == self.host and pid is not None and not pid_alive(pid, start_ns)
+        local = host in (self.host, os.uname().nodename)  # the tracer names it by uname
+        dead = local and pid is not None and not pid_alive(pid, start_ns)
         if not (dead or age > self.partial_max_age_s):
             return  # a running process's trace
         why = "its process is gone" if dead else f"not written for {age / 3600:.0f} h"
