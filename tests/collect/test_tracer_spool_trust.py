@@ -148,11 +148,15 @@ def test_symlinks_fifos_and_hard_links_are_never_followed(tmp_path, caplog):
     (spool / f"dangling{SUFFIX}").symlink_to(tmp_path / "nothing")
     os.mkfifo(spool / f"fifo{SUFFIX}")
     os.link(secret, spool / f"hard{SUFFIX}")
+    big = new_trace(spool, tmp_path / "big.dat", "3")
+    big.rename(spool / f"big{SUFFIX}")
     # a `bad/` planted as a symlink to a root-only directory: nothing may land there
     (spool / "bad").symlink_to(private)
     (spool / f"junk{SUFFIX}").write_bytes(b"IOLTRACE but not really")
 
-    source = TracerSpoolSource(HOST)
+    source = TracerSpoolSource(HOST, max_file_bytes=good.stat().st_size)
+    with os.fdopen(os.open(spool / f"big{SUFFIX}", os.O_WRONLY | os.O_APPEND), "wb") as f:
+        f.write(b"\0" * (good.stat().st_size + 1))  # beyond the bound
     with DuckDBStore(tmp_path / "s.duckdb") as store, caplog.at_level(logging.ERROR):
         assert ship(tmp_path, root, store, source) == 1  # only the real file
         assert job_of_file(store, "good.dat") == {"2"} and not job_of_file(store, "secret.dat")
@@ -160,7 +164,7 @@ def test_symlinks_fifos_and_hard_links_are_never_followed(tmp_path, caplog):
     assert secret.read_bytes()[:8] == b"IOLTRACE" and os.stat(secret).st_nlink == 2
     assert list(private.iterdir()) == []  # nothing moved into the symlinked directory
     assert (spool / "bad").is_symlink()
-    refused = ["to-file", "to-dir", "dangling", "fifo", "hard", "junk"]
+    refused = ["to-file", "to-dir", "dangling", "fifo", "hard", "junk", "big"]
     assert source.quarantined == len(refused)
     for name in refused:  # renamed aside in place, the links themselves, never their targets
         assert os.lstat(spool / f"{name}{SUFFIX}.bad")

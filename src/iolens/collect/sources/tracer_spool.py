@@ -47,6 +47,9 @@ SEC_END = 0x454E44
 #: A `.partial` file not written for this long is abandoned even if its pid looks alive
 #: (another node's file, a pid the agent cannot judge).
 PARTIAL_MAX_AGE_S = 7 * 24 * 3600.0
+#: A file larger than this is refused (moved aside), not read: the agent holds one file in
+#: memory at a time, and anyone may write the spool. 1 GiB is 16 M compressed records.
+MAX_FILE_BYTES = 1 << 30
 _PREAMBLE = struct.Struct("<8sII")  # magic, version, endian mark
 _SECTION = struct.Struct("<IIQ")  # type, aux, body length
 
@@ -96,11 +99,13 @@ class TracerSpoolSource:
         directory: Path = DEFAULT_DIR,
         max_files: int = 256,
         partial_max_age_s: float = PARTIAL_MAX_AGE_S,
+        max_file_bytes: int = MAX_FILE_BYTES,
     ) -> None:
         self.host = host
         self.directory = directory
         self.max_files = max_files  # per round: bounds the agent's memory on a backlog
         self.partial_max_age_s = partial_max_age_s
+        self.max_file_bytes = max_file_bytes
         self.quarantined = 0
         self.removed_partial = 0
         self.lost = 0
@@ -142,7 +147,9 @@ class TracerSpoolSource:
                 if stat.S_ISREG(st.st_mode):
                     what = f"a file with {st.st_nlink} links"
                 raise InputError(show(name), f"{what}: not read")
-            data = _read_nofollow(dfd, name, st)
+            if st.st_size > self.max_file_bytes:
+                raise InputError(show(name), f"larger than {self.max_file_bytes:,} bytes: not read")
+            data = _read_nofollow(dfd, name, st, self.max_file_bytes)
             check_framing(data, show(name))
         except FileNotFoundError:  # another agent (or an operator) took it
             return None
@@ -254,7 +261,7 @@ def user_of(uid: int) -> str:
         return str(uid)
 
 
-def _read_nofollow(dfd: int, name: str, st: os.stat_result) -> bytes:
+def _read_nofollow(dfd: int, name: str, st: os.stat_result, limit: int) -> bytes:
     """The bytes of the regular file `name` checked by `lstat` as `st`; InputError if it was
     swapped for something else since (never follows a symlink, never blocks on a FIFO)."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -269,7 +276,10 @@ def _read_nofollow(dfd: int, name: str, st: os.stat_result) -> bytes:
         if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(now.st_mode):
             raise InputError(show(name), "replaced while being read: not read")
         with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read()
+            data = f.read(limit + 1)  # still growing since the lstat: bounded all the same
+        if len(data) > limit:
+            raise InputError(show(name), f"larger than {limit:,} bytes: not read")
+        return data
     finally:
         os.close(fd)
 
