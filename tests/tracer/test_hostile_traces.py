@@ -134,6 +134,8 @@ def test_import_reports_each_bad_file_and_imports_the_others(tracer_lib, tmp_pat
     with DuckDBStore(db) as store:
         paths = store.query("SELECT path FROM files").column("path").to_pylist()
     assert {str(tmp_path / "g0.dat"), str(tmp_path / "g1.dat")} <= set(paths)
+    again = iolens("import", "trace", str(spool), "--db", str(db), env=env_for(tracer_lib))
+    assert again.returncode == 0 and "2 already loaded." in again.stdout  # bad/ set aside
 
 
 def test_trace_of_a_program_opening_a_non_utf8_name(tracer_lib, tmp_path):

@@ -27,11 +27,16 @@ SPOOL_SUFFIX = SUFFIX
 
 
 def spool_files(paths: Iterable[Path]) -> list[Path]:
-    """Trace files under the given files or directories (recursively), in name order."""
+    """Trace files under the given files or directories (recursively, but not in the `bad/`
+    folders of files quarantined before), in name order."""
     found: list[Path] = []
     for p in paths:
         if p.is_dir():
-            found += sorted(x for x in p.rglob(f"*{SPOOL_SUFFIX}") if x.is_file())
+            found += sorted(
+                x
+                for x in p.rglob(f"*{SPOOL_SUFFIX}")
+                if x.is_file() and "bad" not in x.relative_to(p).parts[:-1]
+            )
         elif p.is_file():
             found.append(p)
         else:
@@ -55,6 +60,8 @@ def quarantine(path: Path) -> Path | None:
     """Move a file that does not decode to `bad/` beside it (never deleted: it is somebody's
     data); None when it cannot be moved (a read-only spool, someone else's directory)."""
     bad = path.parent / "bad"
+    if path.parent.name == "bad":  # already set aside
+        return path
     try:
         bad.mkdir(mode=0o700, exist_ok=True)
         if bad.is_symlink() or not bad.is_dir():
