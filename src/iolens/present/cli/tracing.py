@@ -83,9 +83,10 @@ def trace(
     """Run COMMAND under the LD_PRELOAD tracer, then load its I/O into the store as a job.
 
     Use `--` before the command when it has options: iolens trace -- ./app -n 4.
-    The exit status is the command's own (128+N when signal N killed it). A trace the
-    store cannot take now (locked, server down, disk full) stays in the spool, for the
-    agent or `iolens import trace`; stderr says where."""
+    The exit status is the command's own (128+N when signal N killed it), whatever goes
+    wrong in iolens (that is a warning on stderr). A trace the store cannot take now
+    (locked, server down, disk full) stays in the spool, for the agent or `iolens import
+    trace`; stderr says where, and which processes' traces were lost (full disk, killed)."""
     from iolens.tracefile import library_path
 
     lib = library_path()
