@@ -11,15 +11,18 @@ import contextlib
 import os
 import random
 import stat
+import struct
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from iolens.errors import InputError
 from iolens.store import DuckDBStore
 from iolens.tracefile import SUFFIX, batch_of, decode
+from iolens.tracefile import format as fmt
 from tests.tracer.conftest import needs_cc
 
 pytestmark = needs_cc
@@ -97,6 +100,7 @@ def test_the_lost_trace_line_never_lands_in_the_programs_files(tracer_lib, tmp_p
     assert os.listdir(spool) == []
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # no silent garbage (NaN clock, overflow)
 def test_corrupt_traces_are_input_errors_naming_the_file(tracer_lib, tmp_path):
     """Random damage to a real trace: an InputError naming the file, never another error."""
     data = trace_file(tracer_lib, tmp_path / "spool", tmp_path / "a.dat").read_bytes()
@@ -112,6 +116,23 @@ def test_corrupt_traces_are_input_errors_naming_the_file(tracer_lib, tmp_path):
             batch_of(decode(name, bytes(d))).conformed()
         except InputError as exc:
             assert str(exc).startswith("n\\xff.iolens")  # the file, printable
+
+
+@pytest.mark.parametrize("clock", [float("nan"), float("inf"), -1.0, 1e300])
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_a_damaged_clock_calibration_is_an_input_error(clock, tracer_lib, tmp_path):
+    """Was: NaN or overflowing times cast silently to garbage timestamps."""
+    data = bytearray(trace_file(tracer_lib, tmp_path / "spool", tmp_path / "a.dat").read_bytes())
+    pos = fmt.PREAMBLE.itemsize
+    while True:  # to the HEADER section
+        sec = np.frombuffer(bytes(data), fmt.SECTION, 1, pos)[0]
+        if int(sec["type"]) == fmt.SEC_HEADER:
+            break
+        pos += fmt.SECTION.itemsize + int(sec["length"])
+    at = pos + fmt.SECTION.itemsize + fmt.HEADER.fields["ns_per_tick"][1]
+    data[at : at + 8] = struct.pack("<d", clock)
+    with pytest.raises(InputError, match="clock"):
+        decode("x.iolens", bytes(data))
 
 
 def test_import_reports_each_bad_file_and_imports_the_others(tracer_lib, tmp_path):
