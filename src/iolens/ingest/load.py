@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from iolens.ingest.importers.trace import own_jobs
 from iolens.model.batch import Batch
 from iolens.model.schema import MERGED_BY_KEY, job_precedence_sql
 from iolens.store.base import Store
@@ -30,6 +31,9 @@ def load_many(store: Store, batches: list[Batch]) -> list[dict[str, int]]:
     of the same name are concatenated and appended once, which is what lets one ingest
     server keep up with thousands of agents.
     """
+    for b in batches:
+        if b.extra.get("trace_owner") is not None:  # a trace from a shared spool
+            own_jobs(store, b)
     conformed = [b.conformed() for b in batches]
     counts: list[dict[str, int]] = [{} for _ in batches]
     with store.transaction():

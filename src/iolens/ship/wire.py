@@ -84,7 +84,9 @@ def _encode_light(batch: Batch, tables: dict[str, Any]) -> bytes:
         parts.append((name, zlib.compress(body.encode(), 6)))
     if batch.trace is not None:
         name, data = batch.trace
-        parts.append(("trace", zlib.compress(json.dumps(name).encode() + b"\n" + data, 6)))
+        owner = batch.extra.get("trace_owner")  # the file's owner, as the agent saw it
+        head = {"name": name, "owner": owner} if owner else name
+        parts.append(("trace", zlib.compress(json.dumps(head).encode() + b"\n" + data, 6)))
     return _frame(MAGIC_LIGHT, batch, parts)
 
 
@@ -175,7 +177,11 @@ def _trace_batch(chunk: bytes, source: str) -> Batch:
 
     try:
         name_line, data = zlib.decompress(chunk).split(b"\n", 1)
-        name = str(json.loads(name_line))
-    except (ValueError, zlib.error) as exc:
+        head = json.loads(name_line)
+        # a name (older agents), or {"name", "owner": {"uid", "user"}} from the agent's lstat
+        name = str(head["name"] if isinstance(head, dict) else head)
+        owner = head.get("owner") if isinstance(head, dict) else None
+        owner = (int(owner["uid"]), str(owner["user"])) if owner else None
+    except (ValueError, KeyError, TypeError, zlib.error) as exc:
         raise InputError(source, f"trace: not a compressed tracer file: {exc}") from None
-    return batch_of(decode_bytes(data, name))
+    return batch_of(decode_bytes(data, name), owner=owner)

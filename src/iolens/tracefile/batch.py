@@ -14,22 +14,31 @@ import pyarrow as pa
 
 from iolens.model.batch import Batch
 from iolens.model.schema import JOBS
-from iolens.tracefile.trace import TraceFile
+from iolens.tracefile.trace import TraceFile, display
 
 
-def batch_of(trace: TraceFile, job_id: str | None = None) -> Batch:
-    """The batch of one process's trace; `job_id` overrides the one the tracer saw."""
+def batch_of(
+    trace: TraceFile, job_id: str | None = None, owner: tuple[int, str] | None = None
+) -> Batch:
+    """The batch of one process's trace; `job_id` overrides the one the tracer saw.
+
+    `owner` (uid, name) is the file's owner as an agent saw it in a shared spool: the user
+    is then the owner, never what the file claims (anyone can write any name into it),
+    and the batch asks the loader to accept the file's job id only if that job is the
+    owner's (`extra["trace_owner"]`, see `ingest.importers.trace.own_jobs`). A file root
+    owns is root's word: its claim stands.
+    """
     job = job_id or trace.job_id
+    user = trace.user or getpass.getuser()
+    trusted = owner is None or owner[0] == 0
+    if not trusted:
+        user = owner[1]
     client = trace.client_io
     if job_id is not None:
-        client = client.set_column(
-            client.schema.get_field_index("job_id"),
-            "job_id",
-            pa.array([job] * client.num_rows, pa.string()),
-        )
+        client = _with_job(client, job)
     row = {
         "job_id": job,
-        "user": trace.user or getpass.getuser(),
+        "user": user,
         "app": Path(trace.exe).name if trace.exe else None,
         "nodes": [trace.host],
         "nprocs": 1,
@@ -38,11 +47,31 @@ def batch_of(trace: TraceFile, job_id: str | None = None) -> Batch:
         "state": None,
         "source": "tracer",
     }
-    return Batch(
-        source=f"tracer:{trace.path}",
+    batch = Batch(
+        source=f"tracer:{display(trace.path)}",
         key=f"trace:{trace.host}:{trace.pid}:{trace.start.isoformat()}",
         keep_known_jobs=True,
         jobs=pa.Table.from_pylist([row], schema=JOBS),
         files=trace.files,
         client_io=client,
     )
+    if not trusted:
+        batch.extra["trace_owner"] = user
+        fallback = f"unknown-{trace.host}-{user}"
+        # a job it may use when its own is another user's, the last one unique to the file
+        batch.extra["trace_jobs"] = [fallback, f"{fallback}-{trace.pid}-{trace.start:%Y%m%d%H%M%S}"]
+    return batch
+
+
+def _with_job(table: pa.Table, job: str) -> pa.Table:
+    return table.set_column(
+        table.schema.get_field_index("job_id"),
+        "job_id",
+        pa.array([job] * table.num_rows, pa.string()),
+    )
+
+
+def reassign(batch: Batch, job: str) -> None:
+    """Move a trace batch to job `job` (its file claimed a job that is not its owner's)."""
+    batch.client_io = _with_job(batch.client_io, job)
+    batch.jobs = _with_job(batch.jobs, job)

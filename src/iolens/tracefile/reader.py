@@ -7,6 +7,7 @@ names the file and the problem, never with an IndexError deep inside numpy.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,13 +40,16 @@ class RawTrace:
 
 
 def _text(b: bytes) -> str:
-    return b.decode("utf-8", "surrogateescape")
+    """Any byte string is a valid path: bytes that are not UTF-8 become `\\xNN` escapes, so
+    the text is valid UTF-8 for Arrow, DuckDB and JSON (a name with a literal backslash
+    sequence reads the same: accepted, paths are for people to read)."""
+    return b.decode("utf-8", "backslashreplace")
 
 
 def read(path: str | Path, data: bytes | None = None) -> RawTrace:
     """Parse `path` (or `data`, the file's bytes, shipped by an agent); raise InputError if
     it is not a complete tracer file."""
-    src = str(path)
+    src = os.fsencode(path).decode("utf-8", "backslashreplace")
     if data is None:
         try:
             data = Path(path).read_bytes()

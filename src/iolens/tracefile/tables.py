@@ -63,10 +63,15 @@ class Clock:
         self.base_ticks = int(h["base_ticks"])
         self.base_wall_ns = int(h["base_wall_ns"])
         self.ns_per_tick = float(h["ns_per_tick"])
+        if not 0 < self.ns_per_tick <= 1e6:  # NaN too: a damaged header, not a clock
+            raise ValueError(f"clock calibration {self.ns_per_tick} ns per tick")
 
     def ns(self, ticks: np.ndarray) -> np.ndarray:
-        """Durations in ticks -> ns."""
-        return np.rint(ticks.astype(np.float64) * self.ns_per_tick).astype(np.int64)
+        """Durations in ticks -> ns; ValueError (a damaged file) beyond the int64 range."""
+        ns = np.rint(ticks.astype(np.float64) * self.ns_per_tick)
+        if len(ns) and not np.abs(ns).max() < 9.2e18:
+            raise ValueError("clock ticks out of range")
+        return ns.astype(np.int64)
 
     def wall_us(self, ticks: np.ndarray) -> np.ndarray:
         rel = ticks.astype(np.int64) - np.int64(self.base_ticks)

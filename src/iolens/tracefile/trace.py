@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from iolens.errors import InputError
 from iolens.tracefile import format as fmt
 from iolens.tracefile.layout import Layout
-from iolens.tracefile.reader import read
+from iolens.tracefile.reader import RawTrace, read
 from iolens.tracefile.tables import Clock, client_io_table, files_table, summaries_table
 
 #: Spool files end with this; `*.iolens.partial` files are still being written (or their
@@ -91,9 +92,24 @@ def _user(name: str, uid: int) -> str:
 
 def decode(path: str | os.PathLike[str], data: bytes | None = None) -> TraceFile:
     """Decode one tracer file (`data`: its bytes, if not to be read from `path`); raises
-    iolens.errors.InputError if corrupt or truncated."""
+    iolens.errors.InputError naming the file if it is corrupt or truncated.
+
+    The reader validates what it knows to check; anything else a hostile or damaged file
+    can still trip on (numpy, Arrow, datetime ranges) is turned into the same InputError,
+    so a spool's bad file costs only itself."""
     p = Path(path)
-    raw = read(p, data)
+    try:
+        return _decode(p, read(p, data))
+    except (ArithmeticError, IndexError, KeyError, ValueError, TypeError, pa.ArrowException) as e:
+        raise InputError(display(p), f"corrupt trace: {type(e).__name__}: {e}") from None
+
+
+def display(p: str | os.PathLike[str]) -> str:
+    """A file name fit for a message or the store whatever its bytes (`\\xNN` escapes)."""
+    return os.fsencode(p).decode("utf-8", "backslashreplace")
+
+
+def _decode(p: Path, raw: RawTrace) -> TraceFile:
     h = raw.header
     rank = int(h["rank"])
     rank_or_none = rank if rank >= 0 else None

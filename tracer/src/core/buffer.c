@@ -307,6 +307,7 @@ void iol_restart(int forked)
     g.out_fd = -1;
     g.out_failed = 0;
     g.out_created = 0;
+    g.out_name = 0;
     g.calls = g.records = g.dropped_records = g.dropped_calls = g.missed_calls = 0;
     g.spool_errors = 0;
     g.dropped_files = 0;

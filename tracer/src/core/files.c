@@ -200,5 +200,6 @@ void iol_files_init(void)
     /* the standard streams, Darshan-style names */
     iol_fd_set(0, iol_file_named("<STDIN>"), 0);
     iol_fd_set(1, iol_file_named("<STDOUT>"), 0);
-    iol_fd_set(2, iol_file_named("<STDERR>"), 0);
+    g.stderr_file = iol_file_named("<STDERR>");
+    iol_fd_set(2, g.stderr_file, 0);
 }

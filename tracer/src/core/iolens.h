@@ -145,7 +145,10 @@ struct iol_global {
     int out_failed;
     int out_created;
     int no_spill;               /* IOLENS_SPILL=0: drop instead of writing mid-run */
+    int lost_said;              /* the "trace lost" line went to stderr (once per process) */
+    uint32_t stderr_file;       /* file index of the inherited fd 2, "<STDERR>" */
     char out_path[IOL_PATH_MAX];
+    uint32_t out_name;          /* offset of the file's name in out_path */
 };
 
 struct iol_tstate {

@@ -5,11 +5,18 @@
  * raw system calls (never through our own wrappers, nor another interposer's), and
  * renamed to *.iolens once complete, so a reader never sees half a file under the final
  * name. Any failure (unwritable directory, full disk) only counts spool_errors and loses
- * trace data: the application never sees an error, a signal, or a changed errno.
+ * trace data: the application never sees an error, a signal, or a changed errno; the loss
+ * is said once on stderr and marked by an empty <name>.iolens.lost file when possible.
+ *
+ * The spool may be shared (mode 1777): files are created 0600 with O_EXCL|O_NOFOLLOW,
+ * every call is relative to a descriptor of the spool directory checked first (owned by
+ * this user or root; writable by others only with the sticky bit), so a planted symlink
+ * or a directory swapped under us cannot redirect the trace.
  */
 #include "iolens.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -67,6 +74,101 @@ static void mkdirs(const char *dir)
     }
 }
 
+#define IOL_EUNSAFE (-1) /* not an errno: the spool directory failed the check */
+
+static const char *why(int err)
+{
+    switch (err) {
+    case ENOSPC: return "no space left on device";
+    case EDQUOT: return "disk quota exceeded";
+    case EACCES: case EPERM: return "permission denied";
+    case EROFS: return "read-only file system";
+    case ENOENT: return "no such directory";
+    case EEXIST: return "a file of that name exists";
+    case ELOOP: return "a symlink where the file should be";
+    case EIO: return "I/O error";
+    case IOL_EUNSAFE:
+        return "the directory is another user's, or writable by others without the sticky bit";
+    default: return "write error";
+    }
+}
+
+/* The spool directory, opened and checked; -1 with *err set. Never keeps it open. */
+static int spool_dir(int *err)
+{
+    int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+    long fd = syscall(SYS_openat, AT_FDCWD, g.spool, flags);
+    if (fd < 0 && errno == ENOENT) {
+        mkdirs(g.spool);
+        fd = syscall(SYS_openat, AT_FDCWD, g.spool, flags);
+    }
+    if (fd < 0) {
+        *err = errno;
+        return -1;
+    }
+    struct stat st;
+    unsigned euid = (unsigned)syscall(SYS_geteuid);
+    if (syscall(SYS_fstat, (int)fd, &st) != 0 || (st.st_uid != euid && st.st_uid != 0) ||
+        ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))) {
+        syscall(SYS_close, (int)fd);
+        *err = IOL_EUNSAFE;
+        return -1;
+    }
+    return (int)fd;
+}
+
+/*
+ * The trace is lost: say it once on stderr (raw write(2): no stdio, async-signal-safe) and
+ * leave an empty <name>.lost mark for `iolens trace` and the agent, if the directory takes
+ * it. errno is the caller's to restore (everything here is a raw system call).
+ */
+static void say_lost(int err)
+{
+    if (g.lost_said)
+        return;
+    g.lost_said = 1;
+    char msg[IOL_PATH_MAX + 256], *p = msg, *end = msg + sizeof msg - 2;
+    p = put_str(p, end, "iolens: cannot write the I/O trace of process ");
+    p = put_u64(p, end, (uint64_t)g.pid);
+    p = put_str(p, end, " to ");
+    p = put_str(p, end, g.spool);
+    p = put_str(p, end, " (");
+    p = put_str(p, end, why(err));
+    p = put_str(p, end, "): its trace is lost; the program is not affected\n");
+    /* only to the stderr the process inherited: once the application closed it or put
+       one of its own files there, the line would land in its data */
+    if (g.stderr_file && iol_fd_file(2) == g.stderr_file)
+        syscall(SYS_write, 2, msg, (size_t)(p - msg));
+    if (err == IOL_EUNSAFE || !g.out_name)
+        return;
+    int e;
+    int dfd = spool_dir(&e);
+    if (dfd < 0)
+        return;
+    char lost[IOL_PATH_MAX];
+    size_t n = strlen(g.out_path + g.out_name) - (sizeof ".partial" - 1);
+    if (n + sizeof ".lost" <= sizeof lost) {
+        memcpy(lost, g.out_path + g.out_name, n);
+        memcpy(lost + n, ".lost", sizeof ".lost");
+        long fd = syscall(SYS_openat, dfd, lost,
+                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            syscall(SYS_close, (int)fd);
+    }
+    syscall(SYS_close, dfd);
+}
+
+/* Remove the .partial file (relative to a checked spool descriptor). */
+static void unlink_out(void)
+{
+    int e;
+    int dfd = spool_dir(&e);
+    if (dfd < 0)
+        return;
+    syscall(SYS_unlinkat, dfd, g.out_path + g.out_name, 0);
+    syscall(SYS_close, dfd);
+}
+
 /* Open the .partial file and write the preamble; caller holds g.lock. */
 static int open_out(void)
 {
@@ -74,18 +176,27 @@ static int open_out(void)
         return 0;
     if (g.out_failed)
         return -1;
+    int err = 0;
+    int dfd = spool_dir(&err);
+    if (dfd < 0)
+        goto fail;
     if (g.out_created) {
         /* the file stays closed between spills, so no application close()/dup2() can
            ever make us write into one of its own files */
-        long fd = syscall(SYS_openat, AT_FDCWD, g.out_path, O_WRONLY | O_APPEND | O_CLOEXEC);
-        if (fd < 0)
+        long fd = syscall(SYS_openat, dfd, g.out_path + g.out_name,
+                          O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+            err = errno;
             goto fail;
+        }
         g.out_fd = (int)fd;
+        syscall(SYS_close, dfd);
         return 0;
     }
     char *p = g.out_path, *end = g.out_path + sizeof g.out_path - 32;
     p = put_str(p, end, g.spool);
     p = put_str(p, end, "/");
+    g.out_name = (uint32_t)(p - g.out_path);
     p = put_str(p, end, g.host[0] ? g.host : "host");
     p = put_str(p, end, "-");
     p = put_u64(p, end, (uint64_t)g.pid);
@@ -95,14 +206,12 @@ static int open_out(void)
     p = put_u64(p, end, g.segment);
     p = put_str(p, end, ".iolens.partial");
     *p = '\0';
-    int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
-    long fd = syscall(SYS_openat, AT_FDCWD, g.out_path, flags, 0644);
+    int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+    long fd = syscall(SYS_openat, dfd, g.out_path + g.out_name, flags, 0600);
     if (fd < 0) {
-        mkdirs(g.spool);
-        fd = syscall(SYS_openat, AT_FDCWD, g.out_path, flags, 0644);
-    }
-    if (fd < 0)
+        err = errno;
         goto fail;
+    }
     /* keep the spool fd clear of the low numbers an application may dup2() over */
     if (fd < 100) {
         long hi = syscall(SYS_fcntl, (int)fd, F_DUPFD_CLOEXEC, 100);
@@ -117,16 +226,23 @@ static int open_out(void)
     memcpy(pre.magic, IOL_MAGIC, 8);
     pre.version = IOL_FORMAT_VERSION;
     pre.endian = 0x01020304u;
-    if (iol_write_all(g.out_fd, &pre, sizeof pre) == 0)
+    if (iol_write_all(g.out_fd, &pre, sizeof pre) == 0) {
+        syscall(SYS_close, dfd);
         return 0;
+    }
+    err = errno;
 fail:
     g.spool_errors++;
     g.out_failed = 1;
     if (g.out_fd >= 0)
         syscall(SYS_close, g.out_fd);
-    if (g.out_created)
-        syscall(SYS_unlink, g.out_path);
+    if (dfd >= 0) {
+        if (g.out_created)
+            syscall(SYS_unlinkat, dfd, g.out_path + g.out_name, 0);
+        syscall(SYS_close, dfd);
+    }
     g.out_fd = -1;
+    say_lost(err);
     return -1;
 }
 
@@ -144,11 +260,13 @@ static int write_section(uint32_t type, uint32_t aux, const void *payload, uint6
         return -1;
     if (iol_write_all(g.out_fd, &s, sizeof s) < 0 ||
         (len && iol_write_all(g.out_fd, payload, len) < 0)) {
+        int err = errno;
         g.spool_errors++;
         g.out_failed = 1;
         syscall(SYS_close, g.out_fd);
-        syscall(SYS_unlink, g.out_path);
+        unlink_out();
         g.out_fd = -1;
+        say_lost(err);
         return -1;
     }
     return 0;
@@ -328,6 +446,11 @@ void iol_finalize(uint32_t flags, int trylock)
     }
     int ok = !g.out_failed;
     int layouts = ok ? write_files() : -1;
+    int files_err = errno;
+    if (ok && layouts < 0) {
+        g.spool_errors++;
+        say_lost(files_err);
+    }
     ok = ok && layouts >= 0;
     ok = ok && write_section(IOL_SEC_SUMMARY, 0, g.sums,
                              (uint64_t)g.nsums * sizeof(struct iol_summary)) == 0;
@@ -385,15 +508,22 @@ void iol_finalize(uint32_t flags, int trylock)
         g.out_fd = -1;
     }
     if (g.out_created) {
-        if (ok) {
+        int e;
+        int dfd = spool_dir(&e);
+        if (dfd >= 0) {
+            const char *name = g.out_path + g.out_name;
             char final[IOL_PATH_MAX];
-            size_t n = strlen(g.out_path) - (sizeof ".partial" - 1);
-            memcpy(final, g.out_path, n);
+            size_t n = strlen(name) - (sizeof ".partial" - 1);
+            memcpy(final, name, n);
             final[n] = '\0';
-            if (syscall(SYS_rename, g.out_path, final) != 0)
-                syscall(SYS_unlink, g.out_path);
+            if (!ok || syscall(SYS_renameat, dfd, name, dfd, final) != 0) {
+                if (ok)
+                    say_lost(errno);
+                syscall(SYS_unlinkat, dfd, name, 0);
+            }
+            syscall(SYS_close, dfd);
         } else {
-            syscall(SYS_unlink, g.out_path);
+            say_lost(e);
         }
     }
     pthread_mutex_unlock(&g.lock);

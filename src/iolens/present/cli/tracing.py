@@ -40,16 +40,22 @@ def _load_traces(
     from iolens.ingest.importers import trace
 
     files = trace.spool_files(paths)
-    totals = {"files": 0, "skipped": 0, "records": 0}
+    totals = {"files": 0, "skipped": 0, "records": 0, "bad": 0}
     jobs: set[str] = set()
     with open_db(db, create=True, op=op) as store, progress() as bar:
         task = bar.add_task("importing traces", total=len(files))
-        for _path, batch in trace.batches(files, job_id):
+        for path, batch in trace.batches(files, job_id):
+            bar.advance(task)
+            if isinstance(batch, InputError):
+                totals["bad"] += 1
+                moved = trace.quarantine(path)
+                where = f" (moved to {moved.parent})" if moved else ""
+                err.print(f"[bold red]error:[/] {batch}{where}", highlight=False, soft_wrap=True)
+                continue
             counts = load(store, batch)
             totals["files" if counts else "skipped"] += 1
             totals["records"] += counts.get("client_io", 0)
             jobs.update(trace.job_ids_of(batch))
-            bar.advance(task)
         trace.refresh_traced_jobs(store, jobs, state)
         if jobs:
             analyze_jobs(store, sorted(jobs))
@@ -77,9 +83,10 @@ def trace(
     """Run COMMAND under the LD_PRELOAD tracer, then load its I/O into the store as a job.
 
     Use `--` before the command when it has options: iolens trace -- ./app -n 4.
-    The exit status is the command's own (128+N when signal N killed it). A trace the
-    store cannot take now (locked, server down, disk full) stays in the spool, for the
-    agent or `iolens import trace`; stderr says where."""
+    The exit status is the command's own (128+N when signal N killed it), whatever goes
+    wrong in iolens (that is a warning on stderr). A trace the store cannot take now
+    (locked, server down, disk full) stays in the spool, for the agent or `iolens import
+    trace`; stderr says where, and which processes' traces were lost (full disk, killed)."""
     from iolens.tracefile import library_path
 
     lib = library_path()
@@ -91,7 +98,8 @@ def trace(
     # A private folder per run: the files of this run, not the spool's other waiting ones.
     run_dir = spool_dir / f".run-{socket.gethostname()}-{os.getpid()}-{time.time_ns()}"
     try:
-        run_dir.mkdir(parents=True)
+        spool_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        run_dir.mkdir(mode=0o700)
     except OSError as exc:
         raise IolensError(f"cannot write traces to {spool_dir}: {exc.strerror or exc}") from None
     env = dict(os.environ)
@@ -112,13 +120,34 @@ def trace(
         )
         err.print(f"[bold red]error:[/] cannot run {command[0]!r}: {why}", highlight=False)
         sys.exit(rc)
+    try:  # whatever happens in iolens now, the exit status is the program's
+        _after_run(db, run_dir, spool_dir, job_id, rc, as_json)
+    except BaseException as exc:  # a job must never be marked FAILED by iolens
+        if isinstance(exc, KeyboardInterrupt):
+            rc = rc or 130
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        err.print(
+            f"iolens: warning: the trace was not handled ({reason}); files of this run, if "
+            f"any, are in {run_dir}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    sys.exit(rc)
+
+
+def _after_run(
+    db: Path | None, run_dir: Path, spool_dir: Path, job_id: str, rc: int, as_json: bool
+) -> None:
+    """Load the run's traces (or keep them in the spool), and say what was lost."""
+    warnings = _unfinished(run_dir)
+    running = any(run_dir.glob(f"*{SUFFIX_PARTIAL}"))
     state = "COMPLETED" if rc == 0 else "FAILED"
     kept: Path | None = None
     try:
         totals = _store_traces(db, run_dir, job_id, state)
     except Exception as exc:  # locked, server down, disk full: the trace must survive
         kept = _keep(run_dir, spool_dir)
-        totals = {"files": 0, "skipped": 0, "records": 0, "jobs": 0}
+        totals = {"files": 0, "skipped": 0, "records": 0, "jobs": 0, "bad": 0}
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         err.print(
             f"iolens: the store cannot take the trace now ({reason}); it is kept in "
@@ -128,7 +157,16 @@ def trace(
             soft_wrap=True,
         )
     else:
-        shutil.rmtree(run_dir, ignore_errors=True)
+        if totals.get("bad"):
+            bad = _keep(run_dir / "bad", spool_dir / "bad")
+            warnings.append(f"{totals['bad']} trace file(s) did not decode: kept in {bad}")
+        if running:
+            warnings.append(
+                f"a process of the run still runs: its trace will be written to {run_dir} "
+                f"(`iolens import trace {run_dir}` loads it then)"
+            )
+        else:
+            shutil.rmtree(run_dir, ignore_errors=True)
     summary = {
         "job_id": job_id,
         "exit_code": rc,
@@ -136,6 +174,7 @@ def trace(
         **totals,
         "stored": kept is None,
         "spool": str(kept) if kept else None,
+        "lost": warnings,
     }
     if as_json:
         print(to_json(summary))
@@ -144,7 +183,44 @@ def trace(
             f"iolens: traced {totals['files']} process(es), {totals['records']:,} records "
             f"as job {job_id}; see `iolens job {job_id}`"
         )
-    sys.exit(rc)
+    for w in warnings:
+        err.print(f"iolens: warning: {w}", highlight=False, soft_wrap=True)
+
+
+SUFFIX_PARTIAL = ".iolens.partial"
+
+
+def _unfinished(run_dir: Path) -> list[str]:
+    """Traces the run lost, said and cleaned: the tracer's `.lost` marks (it could not
+    write: full disk, unwritable spool) and the `.partial` files of processes that are gone
+    (killed, e.g. SIGKILL: their trace ends before its header, so nothing is salvageable).
+    A `.partial` file of a process still running is left to it."""
+    from iolens.collect.sources.tracer_spool import pid_alive
+
+    lost, killed = [], []
+    for path in sorted(run_dir.iterdir()):
+        name = path.name
+        if name.endswith(".iolens.lost"):
+            lost.append(name.split("-")[-3])
+            path.unlink(missing_ok=True)
+        elif name.endswith(SUFFIX_PARTIAL):
+            parts = name[: -len(SUFFIX_PARTIAL)].rsplit("-", 3)
+            pid, start = (int(parts[1]), int(parts[2])) if len(parts) == 4 else (0, 0)
+            if not pid or not pid_alive(pid, start):
+                killed.append(str(pid))
+                path.unlink(missing_ok=True)
+    out = []
+    if lost:
+        out.append(
+            f"the trace of {len(lost)} process(es) (pid {', '.join(lost)}) was lost: the "
+            "tracer could not write it (see its message above: full disk, unwritable spool)"
+        )
+    if killed:
+        out.append(
+            f"the trace of {len(killed)} process(es) (pid {', '.join(killed)}) was lost: "
+            "killed before it could finish its trace (SIGKILL, out of memory)"
+        )
+    return out
 
 
 def exit_status(returncode: int) -> int:
@@ -170,9 +246,11 @@ def _store_traces(db: Path | None, run_dir: Path, job_id: str, state: str) -> di
 
 def _keep(run_dir: Path, spool_dir: Path) -> Path:
     """Move the run's files into the spool itself, where agents and imports look."""
+    spool_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     for path in run_dir.iterdir():
-        path.replace(spool_dir / path.name)
-    run_dir.rmdir()
+        if path.is_file() and not path.is_symlink():
+            path.replace(spool_dir / path.name)
+    shutil.rmtree(run_dir, ignore_errors=True)
     return spool_dir
 
 
@@ -186,7 +264,10 @@ def import_trace(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Load tracer spool files collected elsewhere (files already loaded are skipped)."""
+    """Load tracer spool files collected elsewhere (files already loaded are skipped).
+
+    A file that does not decode costs only itself: one `error:` line naming it, it is moved
+    to `bad/` beside it, the others are imported, and the exit status is 2."""
     from iolens.ingest.importers.trace import SPOOL_SUFFIX, spool_files
 
     if not spool_files(paths):  # a wrong directory, not an empty import
@@ -195,7 +276,10 @@ def import_trace(
     if as_json:
         print(to_json(totals))
     else:
+        bad = f"; {totals['bad']} bad (see above)" if totals["bad"] else ""
         out.print(
             f"Imported {totals['files']} trace file(s) ({totals['records']:,} records, "
-            f"{totals['jobs']} job(s)); {totals['skipped']} already loaded."
+            f"{totals['jobs']} job(s)); {totals['skipped']} already loaded{bad}."
         )
+    if totals["bad"]:
+        sys.exit(2)
