@@ -10,8 +10,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from iolens.errors import InputError
 from iolens.model.batch import Batch
-from iolens.model.schema import MERGED_BY_KEY, job_precedence_sql
+from iolens.model.schema import MERGED_BY_KEY, TABLES, job_precedence_sql
 from iolens.store.base import Store
 
 
@@ -30,7 +31,7 @@ def load_many(store: Store, batches: list[Batch]) -> list[dict[str, int]]:
     of the same name are concatenated and appended once, which is what lets one ingest
     server keep up with thousands of agents.
     """
-    conformed = [b.conformed() for b in batches]
+    conformed = [_conformed(b) for b in batches]
     counts: list[dict[str, int]] = [{} for _ in batches]
     with store.transaction():
         keys = [b.key for b in batches if b.key is not None]
@@ -88,6 +89,21 @@ def load_many(store: Store, batches: list[Batch]) -> list[dict[str, int]]:
                 ),
             )
     return counts
+
+
+def _conformed(batch: Batch) -> dict[str, pa.Table]:
+    """The batch's tables in the model schema; InputError naming the table and column of a
+    NULL where the model (and the store) has NOT NULL, which the store would refuse with
+    the whole transaction."""
+    for name, table in batch.tables().items():
+        for f in TABLES[name]:
+            if not f.nullable and f.name in table.column_names and table[f.name].null_count:
+                raise InputError(
+                    batch.source,
+                    f"table {name}, column {f.name}: {table[f.name].null_count} NULL "
+                    "values in a NOT NULL column",
+                )
+    return batch.conformed()
 
 
 def _merge_known_jobs(store: Store, jobs: pa.Table) -> pa.Table:

@@ -1,0 +1,52 @@
+"""Telling the store failing from a batch it refuses.
+
+Inside a group commit the two need opposite answers: a batch the store refuses (a NULL in a
+NOT NULL column, a value that does not convert) is that batch's fault, a 400 for it alone
+once the group is retried one by one; the store itself failing (a full disk, an I/O error,
+a database DuckDB invalidated after a fatal error) is every batch's 503, and retrying them
+one by one would only fail them all again.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+#: DuckDB errors that are the database's or the machine's, not the statement's.
+_STORE_ERRORS: tuple[type[BaseException], ...] = (
+    duckdb.IOException,
+    duckdb.FatalException,
+    duckdb.InternalException,
+    duckdb.TransactionException,  # "Failed to commit: Could not write file ...": the WAL
+    duckdb.ConnectionException,  # closed after a failure, not reopened yet
+    duckdb.OutOfMemoryException,
+    OSError,
+    MemoryError,
+)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and cur not in seen:
+        seen.append(cur)
+        cur = cur.__cause__ or (None if cur.__suppress_context__ else cur.__context__)
+    return seen
+
+
+def is_store_failure(exc: BaseException) -> bool:
+    """True when `exc` (or what caused it) is the store or the machine failing."""
+    return any(isinstance(e, _STORE_ERRORS) for e in _chain(exc))
+
+
+def is_invalidated(exc: BaseException) -> bool:
+    """True when DuckDB invalidated the database: only closing and reopening it helps."""
+    return any(
+        isinstance(e, duckdb.FatalException) or "database has been invalidated" in str(e)
+        for e in _chain(exc)
+    )
+
+
+def describe(exc: BaseException) -> str:
+    """One line: the error's first line (DuckDB's carry context lines), else its type."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
