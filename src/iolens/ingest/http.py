@@ -135,8 +135,9 @@ class IngestService:
             fut.set_result(counts)
 
     def _recover(self) -> None:
-        """Reopen a store that failed (the caller holds the lock); `failing` stays set,
-        with the new reason, while it cannot be."""
+        """After the store failed (the caller holds the lock): reopen it if DuckDB
+        invalidated it. `failing` stays set, with the newest reason, until a batch commits
+        again: a store that answers a SELECT may still refuse writes (a full disk)."""
         recover = getattr(self.store, "recover", None)
         try:
             if recover is not None:
@@ -144,8 +145,6 @@ class IngestService:
             self.check_store()
         except Exception as exc:
             self.failing = describe(exc)
-            return
-        self.failing = None
 
     def check_store(self) -> None:
         """A cheap query of the store itself; raises what the store raises."""
@@ -156,17 +155,20 @@ class IngestService:
             self.store.query("SELECT 1 AS ok")
 
     def health(self) -> str | None:
-        """None when the store answers, else why not (reopening it first if it failed)."""
-        if self.failing is not None and self.lock.acquire(timeout=5):
-            try:
-                self._recover()
-            finally:
-                self.lock.release()
+        """None when the store answers a query and took the last batch, else why not
+        (a store DuckDB invalidated is reopened first, when it can be)."""
+        if self.failing is not None:
+            if self.lock.acquire(timeout=5):
+                try:
+                    self._recover()
+                finally:
+                    self.lock.release()
+            return self.failing
         try:
             self.check_store()
         except Exception as exc:
-            self.failing = describe(exc)
-        return self.failing
+            return describe(exc)
+        return None
 
     def decode(self, payload: bytes, source: str) -> Batch:
         try:
