@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import select
 import socket
+import threading
 import time
 from concurrent.futures import Future
 
@@ -273,3 +274,46 @@ def test_a_store_duckdb_invalidated_on_the_full_disk_is_reopened(small_disk):
         n = store.query("SELECT count(*) AS n FROM server_samples").to_pylist()[0]["n"]
         assert n == (len(sent) + 1) * 5000  # every acknowledged batch survived the reopen
     store.close()
+
+
+def test_bodies_received_at_once_are_bounded_together(tmp_path):
+    import httpx
+    import uvicorn
+
+    store = DuckDBStore(tmp_path / "s.duckdb")
+    app = create_app(store, tokens=[TOKEN])
+    app.state.ingest.max_inflight_bytes = 2 * 2**20
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    try:
+        # one client is slowly sending 1.5 MiB (and stops half-way)...
+        slow = socket.create_connection(("127.0.0.1", port), timeout=30)
+        head = [f"POST {INGEST_PATH} HTTP/1.1", f"Host: 127.0.0.1:{port}"]
+        head += [f"Authorization: Bearer {TOKEN}", "Transfer-Encoding: chunked", "", ""]
+        slow.sendall("\r\n".join(head).encode())
+        part = b"x" * (3 * 2**19)
+        slow.sendall(b"%x\r\n%s\r\n" % (len(part), part))
+        time.sleep(0.5)
+        # ...so another's 1 MiB would pass the 2 MiB held at once: 429, retry later
+        chunk = b"y" * 2**20
+        streamed = [f"Authorization: Bearer {TOKEN}", "Transfer-Encoding: chunked"]
+        busy = _post_raw(port, streamed, 2, chunk)
+        assert busy.startswith(b"HTTP/1.1 429"), busy[:200]
+        slow.close()  # the slow client gives up: its bytes are released
+        time.sleep(0.5)
+        assert app.state.ingest.inflight == 0
+        ok = httpx.post(
+            f"http://127.0.0.1:{port}{INGEST_PATH}",
+            content=wire.encode(samples_batch(1)),
+            headers=AUTH,
+            timeout=30,
+        )
+        assert ok.status_code == 200
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        store.close()

@@ -20,8 +20,9 @@ import queue
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import Future
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Request, Response
@@ -62,6 +63,8 @@ class IngestService:
     GROUP_WAIT_S = 0.005
     #: While the store is failing, how often the writer tries to reopen it.
     RECOVER_EVERY_S = 2.0
+    #: Bytes of request bodies held at once (all requests): beyond, 429 until some are done.
+    max_inflight_bytes = 2 * MAX_BATCH_BYTES
 
     def __init__(
         self,
@@ -75,6 +78,7 @@ class IngestService:
         self.tokens = {t for t in tokens if t}
         self.lock = threading.Lock()
         self.failing: str | None = None  # why the store failed last, until it works again
+        self.inflight = 0  # bytes of bodies being received (on the event loop only)
         self.queue: queue.Queue[tuple[Batch, Future[dict[str, int]]]] = queue.Queue()
         self.writer = threading.Thread(target=self._write_loop, name="iolens-writer", daemon=True)
         self.writer.start()
@@ -225,18 +229,16 @@ def router(service: IngestService) -> APIRouter:
     @r.post(INGEST_PATH, dependencies=[Depends(agent)], tags=["ingest"])
     async def ingest_batch(request: Request) -> dict[str, object]:
         """Load one batch shipped by an agent (body: iolens wire format)."""
-        body = await read_body(request, MAX_BATCH_BYTES)
         client = request.client.host if request.client else "unknown"
-
         started = time.perf_counter()
-        try:
-            # Decoding is a few hundred microseconds of Arrow work: cheaper than a thread hop.
-            batch = service.decode(body, f"batch from {client}")
-        except wire.TooLarge as exc:
-            raise HTTPException(413, str(exc)) from None
-        except InputError as exc:  # counted by decode()
-            raise HTTPException(400, str(exc)) from None
-        del body
+        async with receiving(request, service) as body:
+            try:
+                # A few hundred microseconds of Arrow work: cheaper than a thread hop.
+                batch = service.decode(body, f"batch from {client}")
+            except wire.TooLarge as exc:
+                raise HTTPException(413, str(exc)) from None
+            except InputError as exc:  # counted by decode()
+                raise HTTPException(400, str(exc)) from None
         try:
             counts = await asyncio.wrap_future(service.submit(batch))
         except InputError as exc:  # valid wire form, invalid content (a bad column...)
@@ -265,9 +267,13 @@ def router(service: IngestService) -> APIRouter:
     return r
 
 
-async def read_body(request: Request, limit: int) -> bytearray:
-    """The request's body, refused with 413 as soon as it is known to pass `limit`: from
-    its Content-Length before any of it is read, else while it streams in."""
+@asynccontextmanager
+async def receiving(request: Request, service: IngestService) -> AsyncIterator[bytearray]:
+    """The request's body while the block runs. Refused with 413 as soon as it is known to
+    pass `MAX_BATCH_BYTES` (from its Content-Length before any of it is read, else while it
+    streams in), and with 429 while the bodies being received together would pass
+    `service.max_inflight_bytes`: a few large bodies at once cannot take the memory."""
+    limit = MAX_BATCH_BYTES
     declared = request.headers.get("content-length")
     if declared is not None:
         if not declared.isdigit():
@@ -275,11 +281,22 @@ async def read_body(request: Request, limit: int) -> bytearray:
         if int(declared) > limit:
             raise HTTPException(413, f"batch of {declared} bytes exceeds the limit of {limit}")
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise HTTPException(413, f"batch exceeds the limit of {limit} bytes")
-    return body
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            service.inflight += len(chunk)
+            if len(body) > limit:
+                raise HTTPException(413, f"batch exceeds the limit of {limit} bytes")
+            if service.inflight > service.max_inflight_bytes:
+                raise HTTPException(
+                    429,
+                    f"the server is receiving {service.max_inflight_bytes} bytes of batches "
+                    "at once; retry later",
+                    headers={"Retry-After": "5"},
+                )
+        yield body
+    finally:
+        service.inflight -= len(body)
 
 
 def create_app(
