@@ -92,3 +92,15 @@ def test_a_damaged_store_is_still_a_store_error(tmp_path, good_store):
     bad.write_bytes(good_store[:5000])
     with pytest.raises(StoreError):
         DuckDBStore(bad, create=False)
+
+
+def test_a_statement_the_store_refuses_is_not_the_store_failing(tmp_path):
+    from iolens.store.faults import is_io_failure, is_store_failure
+
+    with DuckDBStore(tmp_path / "s.duckdb") as store, pytest.raises(StoreError) as refused:
+        store.execute("INSERT INTO forwarding VALUES (NULL, 'f1')")  # NOT NULL
+    assert not is_store_failure(refused.value)
+    full = OSError(28, "No space left on device")
+    assert is_store_failure(full) and is_io_failure(full)
+    by_design = StoreError("this server only queries the dataset")
+    assert is_store_failure(by_design) and not is_io_failure(by_design)

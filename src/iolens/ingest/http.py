@@ -41,7 +41,7 @@ from iolens.model.batch import Batch
 from iolens.ship import wire
 from iolens.ship.transport import INGEST_PATH
 from iolens.store.base import Store
-from iolens.store.faults import describe, is_store_failure
+from iolens.store.faults import describe, is_io_failure, is_store_failure
 
 MAX_BATCH_BYTES = 256 * 2**20
 
@@ -121,8 +121,9 @@ class IngestService:
                 results = self.loader(self.store, [b for b, _ in group])
         except Exception as exc:
             if is_store_failure(exc):  # every waiting request must hear it
-                self.failing = describe(exc)
-                failed = StoreFailing(f"{self.store.location}: {self.failing}")
+                if is_io_failure(exc):  # not a store that refuses by design: /healthz says so
+                    self.failing = describe(exc)
+                failed = StoreFailing(f"{self.store.location}: {describe(exc)}")
                 for _, fut in group:
                     fut.set_exception(failed)
             elif len(group) > 1:  # one bad batch must not sink the others: one by one
@@ -142,21 +143,20 @@ class IngestService:
         """After the store failed (the caller holds the lock): reopen it if DuckDB
         invalidated it. `failing` stays set, with the newest reason, until a batch commits
         again: a store that answers a SELECT may still refuse writes (a full disk)."""
-        recover = getattr(self.store, "recover", None)
+        reopen = getattr(self.store, "reopen_if_invalidated", None)
         try:
-            if recover is not None:
-                recover()
+            if reopen is not None:
+                reopen()
             self.check_store()
         except Exception as exc:
             self.failing = describe(exc)
 
     def check_store(self) -> None:
-        """A cheap query of the store itself; raises what the store raises."""
+        """A cheap query of the store itself, where the store has one (`DuckDBStore.check`;
+        a dataset group's segment writer only ingests); raises what the store raises."""
         check = getattr(self.store, "check", None)
         if check is not None:
             check()
-        else:
-            self.store.query("SELECT 1 AS ok")
 
     def health(self) -> str | None:
         """None when the store answers a query and took the last batch, else why not

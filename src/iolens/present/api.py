@@ -67,7 +67,7 @@ class Readers:
                 yield store
             return
         with self._lock:
-            if self._generation != store.generation:  # the store was reopened (recover())
+            if self._generation != store.generation:  # the store was reopened
                 with self.service.lock:
                     self._root = store.con.cursor()
                     self._generation = store.generation

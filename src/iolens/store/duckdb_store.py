@@ -7,7 +7,7 @@ Only DuckDB's built-in features are used, so nothing is downloaded at run time.
 The file holds every user's jobs, so it and its WAL are private to their owner (0600, a
 new parent directory 0700). A file DuckDB cannot read (truncated, a zeroed block) is one
 error naming it as damaged. When DuckDB invalidates the database after a fatal error (a
-checkpoint on a full disk), `recover()` closes and reopens it once it can be.
+checkpoint on a full disk), `reopen_if_invalidated()` closes and reopens it once it can be.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class DuckDBStore:
         self.path = Path(path)
         self.location = str(self.path)
         self.read_only = read_only
-        self.generation = 0  # how many times recover() reopened the file
+        self.generation = 0  # how many times reopen_if_invalidated() reopened the file
         self._broken = False  # closed after an invalidation, not reopened yet
         self._probe_lock = threading.Lock()
         if not self.path.exists():
@@ -132,7 +132,7 @@ class DuckDBStore:
             except duckdb.Error as exc:
                 raise StoreError(f"{self.path}: {first_line(exc)}") from exc
 
-    def recover(self) -> bool:
+    def reopen_if_invalidated(self) -> bool:
         """Close and reopen the file when DuckDB invalidated it; True when it reopened.
 
         Reopening replays the WAL, so every committed batch is there. When it cannot be

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import duckdb
 
+from iolens.errors import StoreError
+
 #: DuckDB errors that are the database's or the machine's, not the statement's.
 _STORE_ERRORS: tuple[type[BaseException], ...] = (
     duckdb.IOException,
@@ -34,7 +36,19 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 
 def is_store_failure(exc: BaseException) -> bool:
-    """True when `exc` (or what caused it) is the store or the machine failing."""
+    """True when `exc` (or what caused it) is the store or the machine failing: one of
+    those errors, or a StoreError of iolens's own (a damaged file, a server that does not
+    ingest) rather than a statement DuckDB refused."""
+    chain = _chain(exc)
+    return is_io_failure(exc) or any(
+        isinstance(e, StoreError) and not isinstance(e.__cause__, duckdb.Error) for e in chain
+    )
+
+
+def is_io_failure(exc: BaseException) -> bool:
+    """True when the database or the machine failed (I/O, a fatal or internal error, a
+    commit that could not be written): the store may work again later, by itself or once
+    reopened; not a store that refuses by design."""
     return any(isinstance(e, _STORE_ERRORS) for e in _chain(exc))
 
 
