@@ -248,9 +248,12 @@ def test_the_server_recovers_once_the_full_disk_has_space_again(tmp_path, small_
 
 
 def test_a_store_duckdb_invalidated_on_the_full_disk_is_reopened(small_disk):
+    from iolens.present.web.app import create_app as create_server_app
+
     disk, grow = small_disk
     store = DuckDBStore(disk / "s.duckdb")
-    with TestClient(create_app(store, tokens=[TOKEN])) as c:
+    with TestClient(create_server_app(store, tokens=[TOKEN])) as c:  # with the query API
+        assert c.get("/api/v1/jobs", headers=AUTH).status_code == 200
         sent = []
         for i in range(80):  # fill the disk
             res = c.post(INGEST_PATH, content=wire.encode(_random_batch(i)), headers=AUTH)
@@ -273,6 +276,7 @@ def test_a_store_duckdb_invalidated_on_the_full_disk_is_reopened(small_disk):
         assert store.generation >= 1  # the store was closed and opened again
         n = store.query("SELECT count(*) AS n FROM server_samples").to_pylist()[0]["n"]
         assert n == (len(sent) + 1) * 5000  # every acknowledged batch survived the reopen
+        assert c.get("/api/v1/jobs", headers=AUTH).status_code == 200  # reads, reopened too
     store.close()
 
 
