@@ -104,3 +104,16 @@ def test_a_statement_the_store_refuses_is_not_the_store_failing(tmp_path):
     assert is_store_failure(full) and is_io_failure(full)
     by_design = StoreError("this server only queries the dataset")
     assert is_store_failure(by_design) and not is_io_failure(by_design)
+
+
+def test_a_damaged_store_is_the_store_failing_not_the_batch(tmp_path, good_store):
+    from iolens.store.faults import is_io_failure, is_store_failure
+
+    bad = tmp_path / "zeroed.duckdb"
+    data = bytearray(good_store)
+    start = 3 * 4096 + 4 * BLOCK  # rows read only by a query
+    data[start : start + BLOCK] = bytes(BLOCK)
+    bad.write_bytes(bytes(data))
+    with DuckDBStore(bad, create=False) as store, pytest.raises(DamagedStore) as damaged:
+        store.query("SELECT sum(read_bytes) FROM server_samples")
+    assert is_store_failure(damaged.value) and is_io_failure(damaged.value)

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from iolens.errors import StoreError
 from iolens.model.schema import TABLES
-from iolens.store.faults import is_invalidated
+from iolens.store.faults import DamagedStore, is_invalidated
 from iolens.store.migrations import LATEST, MIGRATIONS
 
 DEFAULT_DB = Path.home() / ".local" / "share" / "iolens" / "iolens.duckdb"
@@ -57,17 +57,6 @@ def private_umask() -> None:
     explicitly where they are written (`present.discovery`)."""
     current = os.umask(0o077)
     os.umask(current | 0o077)
-
-
-class DamagedStore(StoreError):
-    """DuckDB cannot read the file: truncated, a zeroed or corrupt block."""
-
-    def __init__(self, path: Path, reason: str) -> None:
-        self.path = path
-        super().__init__(
-            f"{path} is damaged ({reason}): restore it from a backup, or move it aside "
-            "and start a new store (`iolens serve` creates one)"
-        )
 
 
 #: DuckDB's words for a file it cannot read as a database.

@@ -9,9 +9,23 @@ one by one would only fail them all again.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import duckdb
 
 from iolens.errors import StoreError
+
+
+class DamagedStore(StoreError):
+    """DuckDB cannot read the file: truncated, a zeroed or corrupt block."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        super().__init__(
+            f"{path} is damaged ({reason}): restore it from a backup, or move it aside "
+            "and start a new store (`iolens serve` creates one)"
+        )
+
 
 #: DuckDB errors that are the database's or the machine's, not the statement's.
 _STORE_ERRORS: tuple[type[BaseException], ...] = (
@@ -41,7 +55,9 @@ def is_store_failure(exc: BaseException) -> bool:
     ingest) rather than a statement DuckDB refused."""
     chain = _chain(exc)
     return is_io_failure(exc) or any(
-        isinstance(e, StoreError) and not isinstance(e.__cause__, duckdb.Error) for e in chain
+        isinstance(e, DamagedStore)
+        or (isinstance(e, StoreError) and not isinstance(e.__cause__, duckdb.Error))
+        for e in chain
     )
 
 
@@ -49,7 +65,7 @@ def is_io_failure(exc: BaseException) -> bool:
     """True when the database or the machine failed (I/O, a fatal or internal error, a
     commit that could not be written): the store may work again later, by itself or once
     reopened; not a store that refuses by design."""
-    return any(isinstance(e, _STORE_ERRORS) for e in _chain(exc))
+    return any(isinstance(e, (*_STORE_ERRORS, DamagedStore)) for e in _chain(exc))
 
 
 def is_invalidated(exc: BaseException) -> bool:
