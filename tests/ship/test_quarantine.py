@@ -157,3 +157,23 @@ def test_spool_and_rejected_are_private(tmp_path):
     spool.put("k2", b"payload")
     (waiting,) = (tmp_path / "a" / "outbox").glob("*.iolb")
     assert mode(waiting) == 0o600
+
+
+def test_the_5xx_count_survives_agent_runs_from_cron(tmp_path, flaky):
+    batches = [samples_batch(i) for i in range(3)]
+    FlakyForOne.hated = wire.encode(batches[0])
+    for run in range(Shipper.MAX_SERVER_ERRORS + 1):  # one process per run, as `--once`
+        transport = HttpTransport(flaky, timeout=10)
+        shipper = Shipper(DiskSpool(tmp_path / "outbox"), transport, Backoff(0.0, 0.0))
+        if run == 0:
+            for b in batches:
+                shipper.submit(b)
+        shipper.deliver(now=0.0)
+        transport.close()
+        if not shipper.spool.pending():
+            break
+    assert run == Shipper.MAX_SERVER_ERRORS - 1 and shipper.stats.rejected == 1
+    assert len(FlakyForOne.accepted) == 2
+    assert list((tmp_path / "outbox" / "rejected").glob("*.iolb"))
+    saved = tmp_path / "outbox" / "server-errors.json"
+    assert saved.exists() and stat.S_IMODE(saved.stat().st_mode) == 0o600

@@ -10,7 +10,8 @@ One batch must not hold up the rest. A batch the server refuses (a 4xx other tha
 401/403/408/429) is quarantined at once: set aside in the spool's `rejected` directory and
 logged once with the server's reason. A 5xx for one batch lets the next be tried; when the
 same batch keeps getting 5xx (`MAX_SERVER_ERRORS` times) while others get through, it is
-quarantined too. Two 5xx in a row is the server failing: back off.
+quarantined too. Two 5xx in a row is the server failing: back off. With a disk spool the
+count is kept beside it (`server-errors.json`), so agents run from cron count across runs.
 
 A spool on a full disk (ENOSPC, EDQUOT, EFBIG) does not stop the agent: the batch waits in
 memory (bounded, the oldest dropped and counted) and the disk spool is tried again later.
@@ -18,16 +19,20 @@ memory (bounded, the oldest dropped and counted) and the disk spool is tried aga
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import json
 import logging
+import os
 import random
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from iolens.model.batch import Batch
 from iolens.ship import wire
-from iolens.ship.spool import MemorySpool, Spool
+from iolens.ship.spool import MemorySpool, Spool, write_private
 from iolens.ship.transport import Rejected, ServerError, Transport, TransportError
 
 log = logging.getLogger(__name__)
@@ -83,6 +88,9 @@ class Shipper:
         self._server_errors: dict[str, int] = {}  # key -> 5xx answers so far
         self._others_got_through: set[str] = set()  # keys with 5xx, others acked since
         self._spool_error: str | None = None  # logged once until the spool works again
+        directory = getattr(spool, "dir", None)
+        self._errors_file = Path(directory) / "server-errors.json" if directory else None
+        self._load_errors()
 
     def submit(self, batch: Batch, hold: bool = True) -> bool:
         """Give the batch a key if it has none and spool it. True when it is on disk;
@@ -128,12 +136,15 @@ class Shipper:
         if now < self.retry_at:
             return 0
         done = 0
-        for spool in (self.spool, self.overflow):
-            sent = self._deliver(spool, now)
-            if sent is None:
-                return done
-            done += sent
-        return done
+        try:
+            for spool in (self.spool, self.overflow):
+                sent = self._deliver(spool, now)
+                if sent is None:
+                    return done
+                done += sent
+            return done
+        finally:
+            self._save_errors()
 
     def _deliver(self, spool: Spool, now: float) -> int | None:
         """`spool`'s batches sent; None when the server failed (retry after a backoff)."""
@@ -177,6 +188,33 @@ class Shipper:
             return None
         self.backoff.reset()
         return done
+
+    def _load_errors(self) -> None:
+        if self._errors_file is None or not self._errors_file.exists():
+            return
+        try:
+            saved = json.loads(self._errors_file.read_text())
+            self._server_errors = {str(k): int(n) for k, n in saved["errors"].items()}
+            self._others_got_through = {str(k) for k in saved["others"]}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            self._server_errors, self._others_got_through = {}, set()
+
+    def _save_errors(self) -> None:
+        """The 5xx counts of batches still waiting; a hint: a failure to write it is
+        ignored (the counts start again)."""
+        if self._errors_file is None:
+            return
+        waiting = set(self.spool.pending())
+        errors = {k: n for k, n in self._server_errors.items() if k in waiting}
+        if not errors and not self._errors_file.exists():
+            return
+        text = json.dumps(
+            {"errors": errors, "others": sorted(self._others_got_through & set(errors))}
+        )
+        tmp = self._errors_file.with_suffix(".tmp")
+        with contextlib.suppress(OSError):
+            write_private(tmp, text.encode())
+            os.replace(tmp, self._errors_file)
 
     def _back_off(self, now: float, exc: Exception) -> None:
         delay = self.backoff.next_delay()
