@@ -222,3 +222,86 @@ def test_an_entry_born_before_the_previous_round_waits_for_a_second_reading():
     src.entries["7"] = (4_000_000.0, 800.0, 900.0)
     second = agent.collect_round()
     assert not [r for r in second.server_samples.to_pylist() if r["job_id"] == "7"]
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 2 MiB tmpfs (root only) filled to the last byte."""
+    import subprocess
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs: {mounted.stderr.decode().strip()}")
+
+    def fill() -> None:
+        with open(disk / "filler", "ab", buffering=0) as fh:
+            for size in (2**16, 4096, 1):
+                try:
+                    while True:
+                        fh.write(b"\0" * size)
+                except OSError:
+                    continue
+
+    try:
+        yield disk, fill
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_an_agent_on_a_full_spool_disk_survives_and_drains_its_spool(tmp_path, full_disk):
+    from iolens.ship.shipper import Shipper
+    from iolens.ship.spool import DiskSpool
+    from iolens.ship.transport import InMemoryTransport
+    from tests.loopback import TOKEN, free_port, start_server, stop
+    from tests.ship.helpers import samples_batch
+
+    disk, fill = full_disk
+    spool = disk / "spool"
+    backlog = Shipper(DiskSpool(spool / "outbox"), InMemoryTransport(lambda p: {}))
+    for i in range(3):  # what the agent could not deliver before the disk filled
+        backlog.submit(samples_batch(i))
+    fill()
+    port = free_port()
+    agent = ["agent", "--once", "--root", str(CASE), "--spool", str(spool), "--json"]
+    url = ["--server", f"http://127.0.0.1:{port}", "--token", TOKEN]
+
+    offline = run_cli(*agent, *url)  # the server is down too: nothing can go anywhere
+    assert offline.returncode == 0, offline.stderr
+    assert "Traceback" not in offline.stderr and "No space left" in offline.stderr
+    result = json.loads(offline.stdout)
+    assert result["spool_errors"] == 1 and result["pending"] == 4  # 3 on disk, 1 in memory
+
+    db = tmp_path / "s.duckdb"
+    server = start_server(db, port, tmp_path / "server.log")
+    try:
+        fill()
+        online = run_cli(*agent, *url)
+    finally:
+        stop(server)
+    assert online.returncode == 0, online.stderr
+    assert "Traceback" not in online.stderr
+    assert json.loads(online.stdout)["pending"] == 0
+    assert not list((spool / "outbox").glob("*.iolb"))
+    with DuckDBStore(db, create=False) as store:
+        samples = store.query("SELECT count(*) AS n FROM server_samples WHERE kind = 'ost'")
+        load1 = store.query("SELECT count(*) AS n FROM metrics WHERE metric = 'load1'")
+    assert samples.to_pylist() == [{"n": 150}]  # the backlog, drained
+    assert load1.to_pylist() == [{"n": 1}]  # and this round's reading
+
+
+def test_the_agent_spool_and_its_state_are_private(tmp_path):
+    import os
+    import stat
+
+    spool = tmp_path / "spool"
+    res = run_cli("agent", "--once", "--root", str(CASE), "--spool", str(spool), "--json")
+    assert res.returncode == 0, res.stderr
+    assert stat.S_IMODE(os.stat(spool).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(spool / "outbox").st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(spool / "counters.json").st_mode) == 0o600
+    (batch,) = (spool / "outbox").glob("*.iolb")
+    assert stat.S_IMODE(os.stat(batch).st_mode) == 0o600

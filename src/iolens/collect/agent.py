@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -67,6 +68,7 @@ class Agent:
         self.last_round: float | None = None  # gauge-only components borrow its interval
         self.health = {s.name: SourceHealth() for s in [*sources, *self.batch_sources]}
         self.served: dict[str, str] = {}  # targets already reported: id -> kind
+        self._state_error = False  # the last save failed (logged once)
         self._load_state()
 
     # -- counter state across runs ------------------------------------------------------
@@ -83,12 +85,25 @@ class Agent:
             log.warning("ignoring unreadable counter state %s", self.state_file)
 
     def _save_state(self) -> None:
+        """Counter state to the spool directory (0600); a full disk costs only the state
+        file (the counters stay in memory; logged once), never the round."""
         if self.state_file is None:
             return
         tmp = self.state_file.with_suffix(".tmp")
         counters = [[list(k), list(v)] for k, v in self.rates.last.items()]
-        tmp.write_text(json.dumps({"last_round": self.last_round, "counters": counters}))
-        tmp.replace(self.state_file)
+        text = json.dumps({"last_round": self.last_round, "counters": counters})
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(text)
+            tmp.replace(self.state_file)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            if not self._state_error:
+                log.error("cannot save counter state %s: %s", self.state_file, exc)
+            self._state_error = True
+            return
+        self._state_error = False
 
     # -- one round ----------------------------------------------------------------------
     def collect_round(self) -> Batch:

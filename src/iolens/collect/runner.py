@@ -1,4 +1,9 @@
-"""Run the agent: collect every interval, spool, deliver; or once, for cron."""
+"""Run the agent: collect every interval, spool, deliver; or once, for cron.
+
+Each round ships what is spooled before it collects, so an agent whose spool disk is full
+drains it first (a full disk costs the new readings, held in memory meanwhile, never the
+agent). The spool directory, its batches and the refused ones (`rejected/`) are private.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from iolens.collect.sources import SOURCES
 from iolens.collect.sources.node import NodeSource
 from iolens.collect.sources.tracer_spool import TracerSpoolSource
 from iolens.ship.shipper import Shipper
-from iolens.ship.spool import DiskSpool
+from iolens.ship.spool import DiskSpool, private_dir
 from iolens.ship.transport import HttpTransport, Transport, TransportError
 
 log = logging.getLogger(__name__)
@@ -37,7 +42,7 @@ def build_agent(cfg: AgentConfig) -> Agent:
     batch_sources = []
     if cfg.source_enabled(TracerSpoolSource.name):
         batch_sources.append(TracerSpoolSource(a.host, a.trace_spool))
-    a.spool.mkdir(parents=True, exist_ok=True)
+    private_dir(a.spool)
     return Agent(
         a.host, a.root, sources, state_file=a.spool / "counters.json", batch_sources=batch_sources
     )
@@ -47,7 +52,8 @@ def build_shipper(cfg: AgentConfig) -> Shipper:
     a = cfg.agent
     server = site_server(a)
     transport: Transport = HttpTransport(server, a.token) if server else _Offline()
-    return Shipper(DiskSpool(a.spool / "outbox", a.spool_max_mb * 2**20), transport)
+    outbox = DiskSpool(a.spool / "outbox", a.spool_max_mb * 2**20, rejected=a.spool / "rejected")
+    return Shipper(outbox, transport)
 
 
 def run(cfg: AgentConfig, once: bool = False) -> dict[str, int]:
@@ -64,12 +70,14 @@ def run(cfg: AgentConfig, once: bool = False) -> dict[str, int]:
         signal.signal(signal.SIGINT, on_signal)
     next_tick = time.monotonic()
     while True:
+        shipper.deliver(now=0.0 if once else None)  # room in the spool before collecting
         batch = agent.collect_round()
         if batch.rows():
-            shipper.submit(batch)
+            shipper.submit(batch)  # held in memory if the spool's disk is full
         for traced, done in agent.collect_batches():
-            shipper.submit(traced)  # on disk (fsync'd) before the input is released
-            done()
+            # on disk (fsync'd) before the input is released; else it stays where it is
+            if shipper.submit(traced, hold=False):
+                done()
         shipper.deliver(now=0.0 if once else None)
         if once or stop:
             break
@@ -80,7 +88,9 @@ def run(cfg: AgentConfig, once: bool = False) -> dict[str, int]:
             break
     return {
         "sent": shipper.stats.sent,
-        "pending": len(shipper.spool.pending()),
-        "dropped": shipper.spool.dropped,
+        "pending": shipper.pending(),
+        "dropped": shipper.dropped,
         "failures": shipper.stats.failures,
+        "rejected": shipper.stats.rejected,
+        "spool_errors": shipper.stats.spool_errors,
     }

@@ -10,9 +10,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from iolens.errors import InputError
 from iolens.ingest.importers.trace import own_jobs
 from iolens.model.batch import Batch
-from iolens.model.schema import MERGED_BY_KEY, job_precedence_sql
+from iolens.model.schema import MERGED_BY_KEY, TABLES, job_precedence_sql
 from iolens.store.base import Store
 
 
@@ -34,7 +35,7 @@ def load_many(store: Store, batches: list[Batch]) -> list[dict[str, int]]:
     for b in batches:
         if b.extra.get("trace_owner") is not None:  # a trace from a shared spool
             own_jobs(store, b)
-    conformed = [b.conformed() for b in batches]
+    conformed = [_conformed(b) for b in batches]
     counts: list[dict[str, int]] = [{} for _ in batches]
     with store.transaction():
         keys = [b.key for b in batches if b.key is not None]
@@ -92,6 +93,21 @@ def load_many(store: Store, batches: list[Batch]) -> list[dict[str, int]]:
                 ),
             )
     return counts
+
+
+def _conformed(batch: Batch) -> dict[str, pa.Table]:
+    """The batch's tables in the model schema; InputError naming the table and column of a
+    NULL where the model (and the store) has NOT NULL, which the store would refuse with
+    the whole transaction."""
+    for name, table in batch.tables().items():
+        for f in TABLES[name]:
+            if not f.nullable and f.name in table.column_names and table[f.name].null_count:
+                raise InputError(
+                    batch.source,
+                    f"table {name}, column {f.name}: {table[f.name].null_count} NULL "
+                    "values in a NOT NULL column",
+                )
+    return batch.conformed()
 
 
 def _merge_known_jobs(store: Store, jobs: pa.Table) -> pa.Table:

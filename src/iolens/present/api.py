@@ -54,6 +54,7 @@ class Readers:
         self.service = service
         self._lock = threading.Lock()
         self._root: DuckDBPyConnection | None = None
+        self._generation = 0
         if isinstance(service.store, DuckDBStore):
             with service.lock:  # the writer thread must not use the connection meanwhile
                 self._root = service.store.con.cursor()
@@ -66,6 +67,10 @@ class Readers:
                 yield store
             return
         with self._lock:
+            if self._generation != store.generation:  # the store was reopened
+                with self.service.lock:
+                    self._root = store.con.cursor()
+                    self._generation = store.generation
             con = self._root.cursor()
         try:
             yield _CursorStore(store, con)

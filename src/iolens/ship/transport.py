@@ -29,6 +29,19 @@ class Rejected(IolensError):
     """The server refused the payload for good (malformed): retrying cannot help."""
 
 
+class ServerError(TransportError):
+    """The server answered, with a 5xx: its failure, or this payload's (`Shipper` tells
+    them apart by whether other payloads get through)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+#: 4xx answers that are not the payload's fault: a token to fix, a server to wait for.
+RETRY_4XX = frozenset({401, 403, 408, 429})
+
+
 class Transport(Protocol):
     def send(self, payload: bytes) -> dict[str, object]:
         """Deliver one encoded batch; the server's answer on success."""
@@ -72,8 +85,10 @@ class HttpTransport:
             self.close()
             raise TransportError(f"{self.base_url}: {type(exc).__name__}: {exc}") from None
         text = body.decode("utf-8", "replace")
-        if status in (400, 413, 422):
-            raise Rejected(f"server rejected the batch: {text[:300]}")
+        if 400 <= status < 500 and status not in RETRY_4XX:
+            raise Rejected(f"server rejected the batch: HTTP {status} {text[:300]}")
+        if status >= 500:
+            raise ServerError(status, f"{self.base_url}: HTTP {status} {text[:200]}")
         if status != 200:
             raise TransportError(f"{self.base_url}: HTTP {status} {text[:200]}")
         try:

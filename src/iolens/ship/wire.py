@@ -17,6 +17,10 @@ The server decodes both into Arrow tables with the model schema: a column the sc
 not have, or a value of the wrong type, is an InputError naming the table and column, and
 `load()` then checks the tables as it checks every batch. Measured on an agent's batch
 (docs/performance.md): the light payload is the same order of size as Arrow's.
+
+A payload is hostile until decoded: what its parts inflate to is bounded (`TooLarge`, a
+limit per batch) before the memory is taken, from the sizes Arrow's buffers declare and by
+inflating zlib parts incrementally, so a few kilobytes cannot claim gigabytes.
 """
 
 from __future__ import annotations
@@ -35,6 +39,14 @@ MAGIC = b"IOLB1\n"
 MAGIC_LIGHT = b"IOLB2\n"
 _EPOCH = datetime(1970, 1, 1)
 _US = 1_000_000
+#: What the parts of one batch may inflate to: Arrow buffers and tracer files together,
+#: and, separately, the JSON of light tables (whose Python objects take ~10x their text).
+MAX_INFLATED_BYTES = 512 * 2**20
+MAX_LIGHT_JSON_BYTES = 64 * 2**20
+
+
+class TooLarge(InputError):
+    """A part inflates past a limit: refused before the memory is taken (HTTP 413)."""
 
 
 def encode(batch: Batch) -> bytes:
@@ -90,9 +102,14 @@ def _encode_light(batch: Batch, tables: dict[str, Any]) -> bytes:
     return _frame(MAGIC_LIGHT, batch, parts)
 
 
-def decode(data: bytes, source: str = "request") -> Batch:
+def decode(
+    data: bytes,
+    source: str = "request",
+    max_inflated: int = MAX_INFLATED_BYTES,
+    max_json: int = MAX_LIGHT_JSON_BYTES,
+) -> Batch:
     """Bytes (either version) -> Batch of Arrow tables, or an InputError saying what is
-    wrong with them."""
+    wrong with them (`TooLarge` when the parts would inflate past the limits)."""
     if data.startswith(MAGIC):
         light = False
     elif data.startswith(MAGIC_LIGHT):
@@ -114,6 +131,7 @@ def decode(data: bytes, source: str = "request") -> Batch:
         keep_known_jobs=bool(header.get("keep_known_jobs")),
     )
     offset = start + hlen
+    budget = _Budget(source, max_inflated, max_json)
     for name, size in tables:
         if name not in TABLE_FIELDS and not (light and name == "trace"):
             raise InputError(source, f"unknown table {name!r}")
@@ -121,34 +139,68 @@ def decode(data: bytes, source: str = "request") -> Batch:
         if len(chunk) != size:
             raise InputError(source, f"table {name} is truncated ({len(chunk)} of {size} bytes)")
         if name == "trace":
-            batch = _trace_batch(chunk, source)
+            batch = _trace_batch(chunk, source, budget)
         elif light:
-            setattr(batch, name, _light_table(name, chunk, source))
+            setattr(batch, name, _light_table(name, chunk, source, budget))
         else:
-            setattr(batch, name, _arrow_table(name, chunk, source))
+            setattr(batch, name, _arrow_table(name, chunk, source, budget))
         offset += size
     if offset != len(data):
         raise InputError(source, f"{len(data) - offset} unexpected bytes after the last table")
     return batch
 
 
-def _arrow_table(name: str, chunk: bytes, source: str) -> Any:
+class _Budget:
+    """What the parts of one batch may still inflate to."""
+
+    def __init__(self, source: str, max_inflated: int, max_json: int) -> None:
+        self.source = source
+        self.left = {"inflated": max_inflated, "json": max_json}
+        self.limit = dict(self.left)
+
+    def take(self, kind: str, what: str, size: int) -> None:
+        if size > self.left[kind]:
+            raise TooLarge(
+                self.source,
+                f"{what} inflates past the limit of {self.limit[kind]} bytes per batch "
+                f"({'JSON of light tables' if kind == 'json' else 'decompressed data'})",
+            )
+        self.left[kind] -= size
+
+    def inflate(self, kind: str, what: str, chunk: bytes) -> bytes:
+        """zlib-inflate `chunk`, never past what is left (one byte more tells it would)."""
+        z = zlib.decompressobj()
+        out = z.decompress(chunk, self.left[kind] + 1)
+        if z.unconsumed_tail or len(out) > self.left[kind]:
+            self.take(kind, what, self.left[kind] + 1)
+        if not z.eof:
+            raise zlib.error("incomplete or truncated stream")
+        self.take(kind, what, len(out))
+        return out
+
+
+def _arrow_table(name: str, chunk: bytes, source: str, budget: _Budget) -> Any:
     import pyarrow as pa
 
+    from iolens.ship.arrow_sizes import declared_sizes
+
     try:
-        return pa.ipc.open_stream(chunk).read_all()
-    except pa.ArrowInvalid as exc:
+        budget.take("inflated", f"table {name}", declared_sizes(chunk))
+        table = pa.ipc.open_stream(chunk).read_all()
+        table.validate(full=True)  # offsets and lengths inside their buffers
+        return table
+    except (pa.ArrowException, ValueError) as exc:
         raise InputError(source, f"table {name}: {exc}") from None
 
 
-def _light_table(name: str, chunk: bytes, source: str) -> Any:
+def _light_table(name: str, chunk: bytes, source: str, budget: _Budget) -> Any:
     """One IOLB2 part -> an Arrow table with the model's types for the columns it has."""
     import pyarrow as pa
 
     from iolens.model.schema import TABLES
 
     try:
-        columns = json.loads(zlib.decompress(chunk))["columns"]
+        columns = json.loads(budget.inflate("json", f"table {name}", chunk))["columns"]
         if not isinstance(columns, dict):
             raise TypeError("columns is not an object")
     except (ValueError, KeyError, TypeError, zlib.error) as exc:
@@ -169,14 +221,14 @@ def _light_table(name: str, chunk: bytes, source: str) -> Any:
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
-def _trace_batch(chunk: bytes, source: str) -> Batch:
+def _trace_batch(chunk: bytes, source: str, budget: _Budget) -> Batch:
     """A tracer file shipped as written -> the batch `iolens import trace` would make of it
     (same key, so the two paths load it once)."""
     from iolens.tracefile import batch_of
     from iolens.tracefile.trace import decode_bytes
 
     try:
-        name_line, data = zlib.decompress(chunk).split(b"\n", 1)
+        name_line, data = budget.inflate("inflated", "trace", chunk).split(b"\n", 1)
         head = json.loads(name_line)
         # a name (older agents), or {"name", "owner": {"uid", "user"}} from the agent's lstat
         name = str(head["name"] if isinstance(head, dict) else head)

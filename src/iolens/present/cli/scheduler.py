@@ -213,7 +213,7 @@ def _deliver_hook(
     failed = f"could not deliver ({noting.error})" if noting.error else f"could not reach {dest}"
     assert batch.key is not None
     mine = uuid.uuid5(uuid.NAMESPACE_URL, batch.key).hex  # how Shipper.submit names it
-    pending = box.pending()
+    pending = box.pending() + shipper.overflow.pending()  # overflow: a full disk spool
     if mine in pending:
         if dest == "nowhere":
             _say(f"{what}: no --server or --db; kept in {spool}")
@@ -222,7 +222,8 @@ def _deliver_hook(
         else:
             _say(f"{what}: {failed}; lost (pass --spool DIR to keep it)")
     elif shipper.stats.rejected:
-        _say(f"{what}: {dest} refused a report ({noting.error}); dropped it")
+        kept = f"set it aside in {box.rejected_dir}" if isinstance(box, DiskSpool) else "dropped it"
+        _say(f"{what}: {dest} refused a report ({noting.error}); {kept}")
     else:
         _say(f"{what}: reported to {dest}")
     if len(pending) > (mine in pending):
