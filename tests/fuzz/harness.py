@@ -1,8 +1,8 @@
 """The fuzz suite's budget, its one property, and its count of inputs run.
 
 Profiles (`IOLENS_FUZZ`): `ci` (default: every target small, the suite well under a minute
-on two cores, derandomized so CI is reproducible), `medium` (x20, ~50k inputs, for finding
-bugs on a workstation) and `long` (x400, over a million inputs: the figure recorded in
+on two cores, derandomized so CI is reproducible), `medium` (x10, ~50k inputs, for finding
+bugs on a workstation) and `long` (x200, over a million inputs: the figure recorded in
 docs/reliability.md). `IOLENS_FUZZ_SCALE` overrides the multiplier. Each target names its
 CI budget; the profile scales it.
 
@@ -26,7 +26,7 @@ from iolens.errors import InputError
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
-SCALES = {"ci": 1, "medium": 20, "long": 400}
+SCALES = {"ci": 1, "medium": 10, "long": 200}
 PROFILE = os.environ.get("IOLENS_FUZZ", "ci")
 if PROFILE not in SCALES:
     raise SystemExit(f"IOLENS_FUZZ={PROFILE!r}: expected one of {', '.join(SCALES)}")

@@ -73,6 +73,8 @@ def test_job_stats(data: bytes) -> None:
 @example(
     b"snapshot_time: 1.0 (secs.nsecs)\nread write\npages rpcs % cum % | rpcs % cum %\n1: 1 2 3\n"
 )
+@example(b"read_RPCs_in_flight: " + b"9" * 5000 + b"\n")
+@example(b"pages rpcs % cum % | rpcs % cum %\n" + b"1" * 5000 + b"K: 1 2 3 | 1 2 3\n")
 @fuzz(300)
 def test_histograms(data: bytes) -> None:
     path = _file("brw_stats", data)

@@ -1,0 +1,58 @@
+"""IO500 result directories, fuzzed: one file of a real submission (or of a constructed run
+with per-rank CSVs) damaged per input, then read and turned into the rows `load_runs`
+appends. The importer must report a bad directory as an InputError and go on."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from hypothesis import example, given
+
+from iolens.ingest.importers import io500
+from tests.fuzz.harness import fuzz
+from tests.fuzz.seeds import SHARED_DATA
+from tests.fuzz.trees import Edit, Trees
+from tests.io500 import write_legacy_run, write_run
+
+_BUILT = Path(tempfile.mkdtemp(prefix="iolens-fuzz-io500-src-"))
+write_run(_BUILT / "sys-a" / "results" / "2024.05.03-09.00.00", rank_csv=True)
+write_legacy_run(_BUILT / "sys-b" / "2019.06.01-10.00.00")
+RUNS = Trees(
+    [_BUILT, *sorted((SHARED_DATA / "io500-submission-data").glob("*-sub*"))],
+    keep=lambda rel: rel.endswith((".txt", ".ini", ".csv", ".sh")),
+)
+
+
+@given(RUNS.edits())
+@example(Edit(0, "sys-a/results/2024.05.03-09.00.00/result.txt", b"[run]\nprocs = 1e30\n"))
+@example(
+    Edit(
+        0,
+        "sys-a/results/2024.05.03-09.00.00/ior-easy-write.txt",
+        b"clients = "
+        + b"9" * 30
+        + b" (1 per node)\n"
+        + b"stonewalling pairs accessed min: 1 max: "
+        + b"9" * 5000,
+    )
+)
+@example(
+    Edit(
+        0,
+        "sys-a/results/2024.05.03-09.00.00/result_summary.txt",
+        b"[RESULT] ior-easy-write 1.0 GiB/s : time 1 seconds\n"
+        b"[RESULT] mdtest-easy-write 1e308 kIOPS : time 1e308 seconds\n",
+    )
+)
+@example(
+    Edit(0, "sys-a/results/2024.05.03-09.00.00/ior-easy-write.txt", b"clients = 9 (0 per node)")
+)
+@fuzz(250)
+def test_result_directory(edit: Edit) -> None:
+    with RUNS.applied(edit) as root:
+        result = io500.read_paths([root])
+        io500.runs_table(result.runs)  # what load_runs appends: must build
+        io500.phases_table(result.runs)
+    for err in result.errors:
+        assert str(root) in str(err), err
