@@ -40,6 +40,10 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
 )
 @given(BODIES)
 @example(frame(wire.MAGIC_LIGHT, b'{"tables": [["metrics", Infinity]]}', []))
+@example(frame(wire.MAGIC, b"[" * 100_000 + b"]" * 100_000, []))
+@example(
+    frame(wire.MAGIC, {"tables": [["metrics", 16]]}, [b"\xff\xff\xff\xff\x08\0\0\0" + b"\x01" * 8])
+)
 @fuzz(200)
 def test_hostile_bodies(client: TestClient, body: bytes) -> None:
     r = client.post(INGEST_PATH, content=body, headers=AUTH)

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from iolens.collect.sources.tracer_spool import check_framing
 from iolens.tracefile import batch_of
 from iolens.tracefile.trace import decode_bytes
 from tests.fuzz.harness import fuzz, only_input_errors
@@ -105,3 +106,12 @@ def test_decode(data: bytes) -> None:
     trace = only_input_errors(lambda: decode_bytes(data, name), name)
     if trace is not None:
         batch_of(trace)
+
+
+@given(st.one_of(damaged(), st.binary(max_size=256)))
+@example(build(version=3)[:-16])
+@fuzz(300)
+def test_agent_framing_check(data: bytes) -> None:
+    """The node agent's own check (no decoder there): framing accepted means the
+    server-side decoder sees a complete file; refused means an InputError to quarantine."""
+    only_input_errors(lambda: check_framing(data, "n-1-1-0.iolens"), "n-1-1-0.iolens")

@@ -23,8 +23,11 @@ def test_seeds_decode() -> None:
 
 @XFAIL
 @given(BODIES)
-@example(frame(wire.MAGIC_LIGHT, b'{"tables": [["metrics", Infinity]]}', []))
-@example(frame(wire.MAGIC, b"[" * 100_000 + b"]" * 100_000, []))
+@example(frame(wire.MAGIC_LIGHT, b'{"tables": [["metrics", Infinity]]}', []))  # OverflowError
+@example(frame(wire.MAGIC, b"[" * 100_000 + b"]" * 100_000, []))  # RecursionError
+@example(
+    frame(wire.MAGIC, {"tables": [["metrics", 16]]}, [b"\xff\xff\xff\xff\x08\0\0\0" + b"\x01" * 8])
+)
 @fuzz(400)
 def test_decode(body: bytes) -> None:
     only_input_errors(lambda: wire.decode(body, "batch from 127.0.0.1"), "batch from 127.0.0.1")
