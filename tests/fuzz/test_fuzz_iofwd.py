@@ -25,6 +25,9 @@ _DIR = Path(tempfile.mkdtemp(prefix="iolens-fuzz-iofwd-"))
     b"write_bytes 0 samples [bytes] 0 0 " + b"9" * 400 + b"\n",
     True,
 )
+@example(
+    b"snapshot_time " + b"9" * 400 + b" secs.nsecs\nread_bytes 1 samples [bytes] 1 1 1\n", False
+)
 @fuzz(300)
 def test_forwarder_stats(data: bytes, client: bool) -> None:
     path = _DIR / "stats"

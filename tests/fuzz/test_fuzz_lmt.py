@@ -88,6 +88,7 @@ def test_hostile_values(changes: list) -> None:
         ost_rates(data.ost)
 
 
+@XFAIL
 @given(
     st.lists(
         st.tuples(
@@ -98,6 +99,7 @@ def test_hostile_values(changes: list) -> None:
     ),
     st.one_of(st.none(), st.integers(0, REAL.stat().st_size if REAL.is_file() else 0)),
 )
+@example([(2311, b"\x80")], None)  # issue 19: UnicodeDecodeError (a byte of the schema's SQL)
 @fuzz(60)
 def test_damaged_file(patches: list, cut: int | None) -> None:
     path = _copy()

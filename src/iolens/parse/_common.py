@@ -10,6 +10,7 @@ from iolens.errors import InputError
 
 __all__ = [
     "DEFAULT_SOURCE",
+    "MAX_SECONDS",
     "U64_MAX",
     "is_digits",
     "parse_int",
@@ -28,6 +29,8 @@ _SECONDS = re.compile(r"^\d+(\.\d+)?$", re.ASCII)  # not '٣'
 #: 4,300 digits would make `int()` itself raise (issue 19, found by the fuzz suite).
 U64_MAX = 2**64 - 1
 _U64_DIGITS = len(str(U64_MAX))
+#: The last second a nanosecond clock in an int64 can hold (year 2262): later is damage.
+MAX_SECONDS = 2**63 / 1e9
 
 
 def shown(token: str, width: int = 40) -> str:
@@ -61,9 +64,12 @@ def parse_seconds(token: str, source: str, line: int, what: str) -> float:
     if not _SECONDS.match(token):
         raise InputError(source, f"{what}: expected seconds like 123.456, got {shown(token)}", line)
     try:
-        return float(Decimal(token))
+        seconds = float(Decimal(token))
     except InvalidOperation as exc:  # pragma: no cover - regex already guards
         raise InputError(source, f"{what}: bad number {token!r}", line) from exc
+    if seconds > MAX_SECONDS:  # 400 digits read as inf (found by the fuzz suite, issue 19)
+        raise InputError(source, f"{what}: {shown(token)} seconds is past any clock", line)
+    return seconds
 
 
 def source_name(path: str | Path) -> str:
