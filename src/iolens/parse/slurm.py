@@ -75,6 +75,12 @@ def _count(part: str, expr: str) -> int:
             lo, sep, hi = rng.strip().partition("-")
             if not is_digits(lo) or (sep and not is_digits(hi)):
                 raise ValueError(f"bad range {rng!r} in hostlist {expr[:80]!r}")
+            if len(lo) > 18 or len(hi) > 18:  # no cluster numbers its nodes past 10^18
+                raise ValueError(f"range {rng[:40]!r} in hostlist {expr[:80]!r} is too large")
+            if sep and int(hi) < int(lo):
+                # refused here, not only when expanding: a negative size would cancel a huge
+                # range's (`[1-100000000,200000000-1]`) and the cap would let it through
+                raise ValueError(f"descending range {rng!r} in hostlist {expr[:80]!r}")
             size += int(hi) - int(lo) + 1 if sep else 1
         n *= max(size, 0)
         if n > MAX_HOSTS:
