@@ -49,6 +49,7 @@ def _file(name: str, data: bytes) -> Path:
 @given(inputs(STATS))
 @example(b"snapshot_time 1.0 secs.nsecs\nread_bytes \xc2\xb2 samples [bytes] 1 2 3\n")
 @example(b"read_bytes 1 samples [bytes] 1 2 " + b"7" * 5000 + b"\n")
+@example(b"r" * 5000 + b" x samples [bytes]\n")
 @fuzz(300)
 def test_stats(data: bytes) -> None:
     path = _file("stats", data)
@@ -61,6 +62,7 @@ def test_stats(data: bytes) -> None:
 @given(inputs(JOBSTATS))
 @example(b"job_stats:\n- job_id: 1\n  read_bytes: { samples: \xd9\xa3, unit: bytes }\n")
 @example(b"job_stats:\n- job_id: x\n  write_bytes: { samples: 1, hist: { 4K: 1, 8K } }\n")
+@example(b"job_stats:\n- job_id: x\n  " + b"w" * 5000 + b": { samples: x }\n")
 @fuzz(300)
 def test_job_stats(data: bytes) -> None:
     path = _file("job_stats", data)

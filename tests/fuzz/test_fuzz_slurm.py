@@ -51,6 +51,11 @@ HOSTLIST = st.one_of(
 @example(b"JobID|NodeList\n1|n[1-999999999]\n", None, "|")  # issue 19: >60 s, 3.9 GB
 @example(b"JobID|NodeList\n1|m[0-3,9][4710-620100907]\n", None, "|")
 @example(b"JobID|NNodes\n1|" + b"9" * 5000 + b"\n", None, "|")
+@example(
+    b"JobID|Elapsed|Start\n" + b"x" * 5000 + b"|" + b"1" * 3000 + b"|" + b"2" * 3000 + b"\n",
+    None,
+    "|",
+)
 @fuzz(400)
 def test_sacct(data: bytes, fields: list[str] | None, delimiter: str) -> None:
     path = _DIR / "sacct.txt"

@@ -75,7 +75,7 @@ def parse_sysfs_port(
     if rate is not None:
         m = re.match(r"^(\d+(?:\.\d+)?)\s+Gb/sec", rate)
         if not m:
-            raise InputError(f"{source}/rate", f"unrecognised rate {rate!r}", 1)
+            raise InputError(f"{source}/rate", f"unrecognised rate {shown(rate)}", 1)
         rate_gbps = float(m[1])
     return SysfsPort(
         device=device,
@@ -278,7 +278,7 @@ def _state(text: str | None, source: str) -> str | None:
         return None
     m = re.match(r"^\d+:\s*(\S.*)$", text.strip())
     if not m:
-        raise InputError(source, f"expected '<n>: NAME', got {text.strip()!r}", 1)
+        raise InputError(source, f"expected '<n>: NAME', got {shown(text.strip())}", 1)
     return m[1]
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iolens.errors import InputError
-from iolens.parse._common import DEFAULT_SOURCE, parse_int, parse_seconds, read_text
+from iolens.parse._common import DEFAULT_SOURCE, parse_int, parse_seconds, read_text, shown
 
 __all__ = [
     "HistBucket",
@@ -171,7 +171,7 @@ def _bucket(label: str, rest: str, ncols: int, source: str, lineno: int) -> Hist
         toks = g.split()
         if len(toks) != 3:
             raise InputError(
-                source, f"bucket {label}: expected '<n> <pct> <cum%>', got {g!r}", lineno
+                source, f"bucket {label}: expected '<n> <pct> <cum%>', got {shown(g)}", lineno
             )
         counts.append(parse_int(toks[0], source, lineno, f"bucket {label} count"))
     return HistBucket(label, bucket_value(label), tuple(counts))

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from iolens.errors import InputError
-from iolens.parse._common import DEFAULT_SOURCE, is_digits, read_text
+from iolens.parse._common import DEFAULT_SOURCE, is_digits, read_text, shown
 
 __all__ = [
     "JobIdParts",
@@ -52,7 +52,7 @@ def expand_hostlist(expr: str) -> list[str]:
     total = sum(_count(part, expr) for part in parts)
     if total > MAX_HOSTS:
         raise ValueError(
-            f"hostlist {expr[:80]!r} names {total:,} hosts, more than any cluster "
+            f"hostlist {shown(expr)} names {total:,} hosts, more than any cluster "
             f"({MAX_HOSTS:,}): not expanded"
         )
     names: list[str] = []
@@ -74,13 +74,13 @@ def _count(part: str, expr: str) -> int:
         for rng in group.split(","):
             lo, sep, hi = rng.strip().partition("-")
             if not is_digits(lo) or (sep and not is_digits(hi)):
-                raise ValueError(f"bad range {rng!r} in hostlist {expr[:80]!r}")
+                raise ValueError(f"bad range {shown(rng)} in hostlist {shown(expr)}")
             if len(lo) > 18 or len(hi) > 18:  # no cluster numbers its nodes past 10^18
-                raise ValueError(f"range {rng[:40]!r} in hostlist {expr[:80]!r} is too large")
+                raise ValueError(f"range {shown(rng)} in hostlist {shown(expr)} is too large")
             if sep and int(hi) < int(lo):
                 # refused here, not only when expanding: a negative size would cancel a huge
                 # range's (`[1-100000000,200000000-1]`) and the cap would let it through
-                raise ValueError(f"descending range {rng!r} in hostlist {expr[:80]!r}")
+                raise ValueError(f"descending range {shown(rng)} in hostlist {shown(expr)}")
             size += int(hi) - int(lo) + 1 if sep else 1
         n *= max(size, 0)
         if n > MAX_HOSTS:
@@ -96,14 +96,14 @@ def _split_top(expr: str) -> list[str]:
         elif ch == "]":
             depth -= 1
             if depth < 0:
-                raise ValueError(f"unbalanced ']' in hostlist {expr!r}")
+                raise ValueError(f"unbalanced ']' in hostlist {shown(expr)}")
         if ch == "," and depth == 0:
             parts.append("".join(cur))
             cur = []
         else:
             cur.append(ch)
     if depth != 0:
-        raise ValueError(f"unbalanced '[' in hostlist {expr!r}")
+        raise ValueError(f"unbalanced '[' in hostlist {shown(expr)}")
     parts.append("".join(cur))
     return [p for p in parts if p]
 
@@ -117,12 +117,12 @@ def _expand_one(part: str, expr: str) -> list[str]:
     for rng in m[1].split(","):
         lo, sep, hi = rng.strip().partition("-")
         if not is_digits(lo) or (sep and not is_digits(hi)):
-            raise ValueError(f"bad range {rng!r} in hostlist {expr!r}")
+            raise ValueError(f"bad range {shown(rng)} in hostlist {shown(expr)}")
         if not sep:
             values = [lo]
         else:
             if int(hi) < int(lo):
-                raise ValueError(f"descending range {rng!r} in hostlist {expr!r}")
+                raise ValueError(f"descending range {shown(rng)} in hostlist {shown(expr)}")
             width = len(lo) if lo.startswith("0") or len(lo) == len(hi) else 0
             values = [str(i).zfill(width) for i in range(int(lo), int(hi) + 1)]
         for v in values:
@@ -138,7 +138,7 @@ def parse_duration(text: str) -> float | None:
         return None
     m = _DURATION.match(t)
     if not m:
-        raise ValueError(f"bad duration {text!r}")
+        raise ValueError(f"bad duration {shown(text)}")
     secs = int(m["d"] or 0) * 86400 + int(m["h"] or 0) * 3600 + int(m["m"]) * 60 + int(m["s"])
     return secs + (float("0." + m["f"]) if m["f"] else 0.0)
 
@@ -151,7 +151,7 @@ def parse_time(text: str) -> datetime | None:
     try:
         return datetime.fromisoformat(t)
     except ValueError as exc:
-        raise ValueError(f"bad time {text!r}") from exc
+        raise ValueError(f"bad time {shown(text)}") from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +168,7 @@ def parse_job_id(text: str) -> JobIdParts:
     """Split a sacct JobID; raises ValueError when it is not one."""
     m = _JOBID.match(text.strip())
     if not m:
-        raise ValueError(f"bad job id {text!r}")
+        raise ValueError(f"bad job id {shown(text)}")
     return JobIdParts(m["base"], m["task"], int(m["het"]) if m["het"] else None, m["step"])
 
 
