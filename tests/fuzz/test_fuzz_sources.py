@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given
+from hypothesis import example, given
 
 from iolens.collect.sources.infiniband import InfinibandSource
 from iolens.collect.sources.iofwd import IofwdSource
@@ -54,12 +54,14 @@ def test_lnet_router(edit: Edit) -> None:
 
 
 @given(IOFWD.edits())
+@example(Edit(0, "run/iofwd/lwfs/threads_max", b"9" * 400))  # OverflowError in float()
 @fuzz(200)
 def test_iofwd(edit: Edit) -> None:
     collect_or_input_error(IOFWD, edit, IofwdSource("fwd1").collect)
 
 
 @given(OSS.edits())
+@example(Edit(0, "sys/fs/lustre/osd-ldiskfs/ai400x2-OST0000/filesfree", b"1" * 5000))
 @fuzz(150)
 def test_lustre_oss(edit: Edit) -> None:
     collect_or_input_error(OSS, edit, LustreOssSource("oss1").collect)
