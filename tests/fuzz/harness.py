@@ -13,11 +13,15 @@ and hypothesis' deadline bounds the time one input may take.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
+import shutil
+import tempfile
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 from hypothesis import HealthCheck, settings
@@ -79,3 +83,12 @@ def only_input_errors(call: Callable[[], Any], *names: str) -> Any:
         assert any(n in text for n in names), f"InputError does not name the input: {text}"
         assert "\n" not in text and len(text) < 1000, f"not one short line: {text[:300]!r}..."
         return None
+
+
+def scratch(name: str) -> Path:
+    """A private temporary directory for a target's files, removed when the run ends.
+    (Targets write one file per input: a function-scoped tmp_path would be one per test,
+    and hypothesis refuses function-scoped fixtures anyway.)"""
+    path = Path(tempfile.mkdtemp(prefix=f"iolens-fuzz-{name}-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path

@@ -4,18 +4,15 @@ appends. The importer must report a bad directory as an InputError and go on."""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 from hypothesis import example, given
 
 from iolens.ingest.importers import io500
-from tests.fuzz.harness import fuzz
+from tests.fuzz.harness import fuzz, scratch
 from tests.fuzz.seeds import SHARED_DATA
 from tests.fuzz.trees import Edit, Trees
 from tests.io500 import write_legacy_run, write_run
 
-_BUILT = Path(tempfile.mkdtemp(prefix="iolens-fuzz-io500-src-"))
+_BUILT = scratch("io500-src")
 write_run(_BUILT / "sys-a" / "results" / "2024.05.03-09.00.00", rank_csv=True)
 write_legacy_run(_BUILT / "sys-b" / "2019.06.01-10.00.00")
 RUNS = Trees(

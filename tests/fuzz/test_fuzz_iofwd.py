@@ -3,19 +3,16 @@ client files; what parses must render back to text that parses the same."""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from iolens.parse import iofwd
-from tests.fuzz.harness import fuzz, only_input_errors
+from tests.fuzz.harness import fuzz, only_input_errors, scratch
 from tests.fuzz.mutate import inputs
 from tests.fuzz.seeds import CASES, seeds
 
 STATS = seeds(sorted((CASES / "collect" / "iofwd").rglob("stats")))
-_DIR = Path(tempfile.mkdtemp(prefix="iolens-fuzz-iofwd-"))
+_DIR = scratch("iofwd")
 
 
 @given(inputs(STATS), st.booleans())

@@ -17,7 +17,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from iolens.parse.lmt import ost_rates, read_lmt
-from tests.fuzz.harness import fuzz, only_input_errors
+from tests.fuzz.harness import fuzz, only_input_errors, scratch
 from tests.fuzz.seeds import SHARED_DATA
 
 REAL = SHARED_DATA / "pytokio-lmt-and-lustre-cli" / "lmtdb-reset.sqlite3"
@@ -27,7 +27,7 @@ XFAIL = pytest.mark.xfail(
     reason="read_lmt ValueError/UnicodeDecodeError: parse/lmt.py is fixed by the "
     "read_lmt engineer of issue 19; re-run after merging",
 )
-_DIR = Path(tempfile.mkdtemp(prefix="iolens-fuzz-lmt-"))
+_DIR = scratch("lmt")
 
 #: (table, column) pairs read_lmt reads.
 COLUMNS = [

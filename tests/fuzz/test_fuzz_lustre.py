@@ -5,13 +5,12 @@ captures and random bytes: a result or an InputError naming the file, never anyt
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 from hypothesis import example, given
 
 from iolens.parse import lctl, lustre_hist, lustre_jobstats, lustre_stats
-from tests.fuzz.harness import fuzz, only_input_errors
+from tests.fuzz.harness import fuzz, only_input_errors, scratch
 from tests.fuzz.mutate import inputs
 from tests.fuzz.seeds import cases, seeds, shared
 
@@ -37,7 +36,7 @@ LCTL = seeds(
     shared("lustre-lctl-whamcloud-lustrefs-exporter/lustre-collector-fixtures/*.txt"),
 )
 
-_DIR = Path(tempfile.mkdtemp(prefix="iolens-fuzz-lustre-"))
+_DIR = scratch("lustre")
 
 
 def _file(name: str, data: bytes) -> Path:

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from iolens.parse import infiniband, lnet
-from tests.fuzz.harness import fuzz, only_input_errors
+from tests.fuzz.harness import fuzz, only_input_errors, scratch
 from tests.fuzz.mutate import HOSTILE_NUMBERS, as_text, inputs
 from tests.fuzz.seeds import CASES, cases, seeds, shared
 
@@ -30,7 +27,7 @@ ATTRS = {
     n: seeds(sorted(SYSFS_DIR.glob(f"*/ports/*/{n}"))) for n in ("rate", "state", "phys_state")
 }
 
-_DIR = Path(tempfile.mkdtemp(prefix="iolens-fuzz-net-"))
+_DIR = scratch("net")
 
 
 @given(inputs(LNET))

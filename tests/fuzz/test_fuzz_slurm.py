@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from datetime import timedelta
-from pathlib import Path
 
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from iolens.parse import slurm
-from tests.fuzz.harness import fuzz, only_input_errors
+from tests.fuzz.harness import fuzz, only_input_errors, scratch
 from tests.fuzz.mutate import inputs
 from tests.fuzz.seeds import CASES, seeds, shared
 
@@ -25,7 +23,7 @@ NOHEADER = [
     for p in sorted((CASES / "parse" / "sacct").glob("*/options.json"))
 ]
 NOHEADER = [f for f in NOHEADER if f]
-_DIR = Path(tempfile.mkdtemp(prefix="iolens-fuzz-slurm-"))
+_DIR = scratch("slurm")
 
 # Host lists: real shapes plus hostile ranges and brackets.
 _RANGE = st.one_of(

@@ -9,8 +9,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 import pytest
 from hypothesis import example, given
@@ -19,7 +17,7 @@ from hypothesis import strategies as st
 from iolens.collect.sources.tracer_spool import check_framing
 from iolens.tracefile import batch_of
 from iolens.tracefile.trace import decode_bytes
-from tests.fuzz.harness import fuzz, only_input_errors
+from tests.fuzz.harness import fuzz, only_input_errors, scratch
 from tests.fuzz.mutate import HOSTILE_BYTES
 from tests.tracer.conftest import CC, ROOT
 from tests.tracer.test_decoder import build
@@ -47,7 +45,7 @@ def _real_traces() -> list[bytes]:
     """Files the real tracer wrote for a small traced Python program ([] without cc)."""
     if shutil.which(CC) is None or shutil.which("make") is None:
         return []
-    work = Path(tempfile.mkdtemp(prefix="iolens-fuzz-tracer-"))
+    work = scratch("tracer")
     made = subprocess.run(
         ["make", "-s", "-C", str(ROOT / "tracer"), f"OUT={work}", f"CC={CC}"],
         capture_output=True,

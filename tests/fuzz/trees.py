@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import math
 import shutil
-import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from iolens.collect.base import Reading
-from tests.fuzz.harness import only_input_errors
+from tests.fuzz.harness import only_input_errors, scratch
 from tests.fuzz.mutate import inputs
 
 
@@ -38,7 +37,7 @@ class Trees:
     """Private copies of some case trees (only files matching `keep` are fuzzed)."""
 
     def __init__(self, sources: Iterable[Path], keep: Callable[[str], bool] = lambda _: True):
-        self.base = Path(tempfile.mkdtemp(prefix="iolens-fuzz-tree-"))
+        self.base = scratch("tree")
         self.roots: list[Path] = []
         self.files: list[tuple[int, str]] = []
         by_name: dict[str, list[bytes]] = defaultdict(list)
