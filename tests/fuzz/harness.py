@@ -1,8 +1,8 @@
 """The fuzz suite's budget, its one property, and its count of inputs run.
 
 Profiles (`IOLENS_FUZZ`): `ci` (default: every target small, the suite well under a minute
-on two cores, derandomized so CI is reproducible), `medium` (x10, ~50k inputs, for finding
-bugs on a workstation) and `long` (x200, over a million inputs: the figure recorded in
+on two cores, derandomized so CI is reproducible), `medium` (x10, ~67k inputs, for finding
+bugs on a workstation) and `long` (x200, ~1.3 M inputs: the figure recorded in
 docs/reliability.md). `IOLENS_FUZZ_SCALE` overrides the multiplier. Each target names its
 CI budget; the profile scales it.
 

@@ -10,6 +10,7 @@ node list, hostlist-expanded (`hero[4515-4516]` -> two names) so it joins with p
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -109,25 +110,33 @@ def _split_top(expr: str) -> list[str]:
 
 
 def _expand_one(part: str, expr: str) -> list[str]:
-    m = re.search(r"\[([^\]]*)\]", part)
-    if not m:
-        return [part]
-    prefix, suffix = part[: m.start()], part[m.end() :]
-    out: list[str] = []
-    for rng in m[1].split(","):
+    """Every name of one comma-free part: the product of its bracket groups' values, joined
+    with the text around them (one join per name: recursing per group re-scanned each
+    partial name, and 2 M names took seconds)."""
+    pieces = _GROUP.split(part)  # text, group, text, group, ..., text
+    choices = [[p] if i % 2 == 0 else _group_values(p, expr) for i, p in enumerate(pieces)]
+    return ["".join(name) for name in itertools.product(*choices)]
+
+
+_GROUP = re.compile(r"\[([^\]]*)\]")
+
+
+def _group_values(group: str, expr: str) -> list[str]:
+    """`01-03,07` -> 01 02 03 07: zero padding kept when the low end has it (or both ends
+    have the same width)."""
+    values: list[str] = []
+    for rng in group.split(","):
         lo, sep, hi = rng.strip().partition("-")
         if not is_digits(lo) or (sep and not is_digits(hi)):
             raise ValueError(f"bad range {shown(rng)} in hostlist {shown(expr)}")
         if not sep:
-            values = [lo]
-        else:
-            if int(hi) < int(lo):
-                raise ValueError(f"descending range {shown(rng)} in hostlist {shown(expr)}")
-            width = len(lo) if lo.startswith("0") or len(lo) == len(hi) else 0
-            values = [str(i).zfill(width) for i in range(int(lo), int(hi) + 1)]
-        for v in values:
-            out.extend(_expand_one(prefix + v + suffix, expr))
-    return out
+            values.append(lo)
+            continue
+        if int(hi) < int(lo):
+            raise ValueError(f"descending range {shown(rng)} in hostlist {shown(expr)}")
+        width = len(lo) if lo.startswith("0") or len(lo) == len(hi) else 0
+        values += [str(i).zfill(width) for i in range(int(lo), int(hi) + 1)]
+    return values
 
 
 def parse_duration(text: str) -> float | None:
