@@ -72,6 +72,8 @@ def _copy() -> Path:
 @example([(("OST_DATA", "READ_BYTES"), "abc", True)])  # issue 19: int('abc') ValueError
 @example([(("OST_INFO", "OST_NAME"), SQL_TEXT_BAD_UTF8, True)])  # issue 19: UnicodeDecodeError
 @example([(("TIMESTAMP_INFO", "TIMESTAMP"), 10**18, False)])
+@example([(("MDS_OPS_DATA", "SAMPLES"), float("-inf"), True)])  # OverflowError: int(-inf)
+@example([(("MDS_OPS_DATA", "SAMPLES"), "abc", False)])  # ValueError, one row
 @fuzz(60)
 def test_hostile_values(changes: list) -> None:
     path = _copy()

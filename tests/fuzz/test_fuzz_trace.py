@@ -96,6 +96,7 @@ def test_seeds_include_real_traces() -> None:
 @XFAIL
 @given(st.one_of(damaged(), damaged(), st.binary(max_size=512)))
 @example(build(version=3)[:-16])  # issue 19: a truncated trace in the spool
+@example(build(version=2)[:280] + b"\xa8" + build(version=2)[281:])  # IndexError, tables.py
 @example(build(version=2).replace(b"/scratch/a.dat", b"/scratch/\xff.dat"))  # any path
 @example(build(version=3).replace(b"node01", b"nod\xff01"))  # a non-UTF-8 host name
 @fuzz(300)
