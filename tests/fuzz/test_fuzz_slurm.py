@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from iolens.errors import InputError
 from iolens.parse import slurm
 from tests.fuzz.harness import fuzz, only_input_errors, scratch
 from tests.fuzz.mutate import inputs
@@ -81,3 +83,16 @@ def test_hostlist(expr: str) -> None:
     text = f"JobID|NodeList\n1|{cell}\n"
     rows = only_input_errors(lambda: slurm.parse_sacct(text, "sacct.txt"), "sacct.txt:2")
     assert rows is None or len(rows) == 1
+
+
+def test_a_file_of_huge_node_lists_costs_one_error(monkeypatch) -> None:
+    """Rows just under the per-list cap add up: the file's budget stops them (scaled down
+    here: 3 distinct lists of 400,000 names against a budget of 1,000,000)."""
+    monkeypatch.setattr(slurm, "MAX_FILE_HOSTS", 1_000_000)
+    rows = "".join(f"{i}|n{i}x[1-400000]\n" for i in range(1, 4))
+    steps = "1.batch|n1x[1-400000]\n" * 50  # a job's steps repeat its list: expanded once
+    with pytest.raises(InputError, match=r"more than 1,000,000 hosts") as err:
+        slurm.parse_sacct("JobID|NodeList\n" + steps + rows, "big.txt")
+    assert err.value.line == 54
+    recs = slurm.parse_sacct("JobID|NodeList\n" + steps + "1|n1x[1-400000]\n", "ok.txt")
+    assert len(recs) == 51 and all(r.nodes is recs[0].nodes for r in recs)

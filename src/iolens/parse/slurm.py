@@ -25,6 +25,7 @@ __all__ = [
     "JobIdParts",
     "SacctRecord",
     "expand_hostlist",
+    "hostlist_size",
     "parse_duration",
     "parse_file",
     "parse_job_id",
@@ -62,9 +63,20 @@ def expand_hostlist(expr: str) -> list[str]:
     return names
 
 
+def hostlist_size(expr: str) -> int:
+    """How many names `expr` expands to, without expanding it (ValueError when malformed)."""
+    expr = expr.strip()
+    if expr in _NO_NODES:
+        return 0
+    return sum(_count(part, expr) for part in _split_top(expr))
+
+
 #: The most hosts one hostlist may name: ten times the largest machines' node counts, so a
 #: mistyped or hostile `n[1-999999999]` costs an error, not minutes and gigabytes.
 MAX_HOSTS = 2_000_000
+#: The most names the distinct node lists of one sacct file may expand to (~1 GB): without
+#: it, a file of many rows just under MAX_HOSTS each would still take every gigabyte.
+MAX_FILE_HOSTS = 20_000_000
 
 
 def _count(part: str, expr: str) -> int:
@@ -232,10 +244,36 @@ def parse_sacct(
     lower = {n.lower(): i for i, n in enumerate(names)}
     if "jobid" not in lower and "jobidraw" not in lower:
         raise InputError(source, "fields have no JobID column")
+    nodes = _NodeLists(source)
     return [
-        _record(names, lower, _cells(ln, len(names), delimiter, source, n), source, n)
+        _record(names, lower, _cells(ln, len(names), delimiter, source, n), source, n, nodes)
         for n, ln in rows
     ]
+
+
+class _NodeLists:
+    """Each distinct NodeList of a file expanded once (a job's steps repeat its list, and
+    share the tuple), within MAX_FILE_HOSTS names per file (issue 19)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.seen: dict[str, tuple[str, ...]] = {}
+        self.names = 0
+
+    def __call__(self, expr: str, lineno: int) -> tuple[str, ...]:
+        got = self.seen.get(expr)
+        if got is None:
+            size = hostlist_size(expr)
+            if self.names + size > MAX_FILE_HOSTS:
+                raise InputError(
+                    self.source,
+                    f"node lists name more than {MAX_FILE_HOSTS:,} hosts in one file: "
+                    "import it in parts (sacct --starttime/--endtime)",
+                    lineno,
+                )
+            got = self.seen[expr] = tuple(expand_hostlist(expr))
+            self.names += len(got)
+        return got
 
 
 def parse_file(
@@ -261,7 +299,12 @@ def _cells(
 
 
 def _record(
-    names: list[str], lower: dict[str, int], cells: list[str], source: str, lineno: int
+    names: list[str],
+    lower: dict[str, int],
+    cells: list[str],
+    source: str,
+    lineno: int,
+    node_lists: _NodeLists,
 ) -> SacctRecord:
     def get(key: str) -> str | None:
         i = lower.get(key)
@@ -283,7 +326,7 @@ def _record(
         raise InputError(source, "empty JobID", lineno)
     try:
         parts = parse_job_id(job_id)
-        nodes = tuple(expand_hostlist(get("nodelist") or ""))
+        nodes = node_lists(get("nodelist") or "", lineno)
     except ValueError as exc:
         raise InputError(source, str(exc), lineno) from exc
     return SacctRecord(
