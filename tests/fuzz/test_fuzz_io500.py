@@ -4,7 +4,10 @@ appends. The importer must report a bad directory as an InputError and go on."""
 
 from __future__ import annotations
 
+from datetime import UTC, timedelta, timezone, tzinfo
+
 from hypothesis import example, given
+from hypothesis import strategies as st
 
 from iolens.ingest.importers import io500
 from tests.fuzz.harness import fuzz, scratch
@@ -21,34 +24,42 @@ RUNS = Trees(
 )
 
 
-@given(RUNS.edits())
-@example(Edit(0, "sys-a/results/2024.05.03-09.00.00/result.txt", b"[run]\nprocs = 1e30\n"))
+ZONES = st.sampled_from([UTC, None, timezone(timedelta(hours=5)), timezone(timedelta(hours=-5))])
+
+
+RUN = "sys-a/results/2024.05.03-09.00.00"
+PLUS5 = timezone(timedelta(hours=5))
+
+
+@given(RUNS.edits(), ZONES)
+@example(Edit(0, f"{RUN}/result.txt", b"[run]\nprocs = 1e30\n"), UTC)  # OverflowError
 @example(
     Edit(
         0,
-        "sys-a/results/2024.05.03-09.00.00/ior-easy-write.txt",
-        b"clients = "
-        + b"9" * 30
-        + b" (1 per node)\n"
-        + b"stonewalling pairs accessed min: 1 max: "
-        + b"9" * 5000,
-    )
+        f"{RUN}/ior-easy-write.txt",
+        b"clients = " + b"9" * 30 + b" (1 per node)\n"
+        b"stonewalling pairs accessed min: 1 max: " + b"9" * 5000,
+    ),
+    UTC,
 )
 @example(
     Edit(
         0,
-        "sys-a/results/2024.05.03-09.00.00/result_summary.txt",
+        f"{RUN}/result_summary.txt",
         b"[RESULT] ior-easy-write 1.0 GiB/s : time 1 seconds\n"
         b"[RESULT] mdtest-easy-write 1e308 kIOPS : time 1e308 seconds\n",
-    )
+    ),
+    UTC,
 )
-@example(
-    Edit(0, "sys-a/results/2024.05.03-09.00.00/ior-easy-write.txt", b"clients = 9 (0 per node)")
+@example(Edit(0, f"{RUN}/ior-easy-write.txt", b"clients = 9 (0 per node)"), UTC)
+@example(  # year 1 moved before year 1 by the zone: OverflowError
+    Edit(0, f"{RUN}/result.txt", b"; START 0001-01-01 00:00:00\n[ior-easy-write]\nscore = 1\n"),
+    PLUS5,
 )
 @fuzz(250)
-def test_result_directory(edit: Edit) -> None:
+def test_result_directory(edit: Edit, tz: tzinfo | None) -> None:
     with RUNS.applied(edit) as root:
-        result = io500.read_paths([root])
+        result = io500.read_paths([root], tz=tz)
         io500.runs_table(result.runs)  # what load_runs appends: must build
         io500.phases_table(result.runs)
     for err in result.errors:  # each names its directory or file, in one short line

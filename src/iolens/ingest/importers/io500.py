@@ -285,7 +285,10 @@ def _time(text: str | None, tz: tzinfo | None) -> datetime | None:
             t = datetime.strptime(text, fmt)
         except ValueError:
             continue
-        return to_utc(t, tz)
+        try:
+            return to_utc(t, tz)
+        except (OverflowError, ValueError):  # year 1 or 9999 moved out of range by the zone
+            return None
     return None
 
 
