@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iolens.errors import InputError
-from iolens.parse._common import DEFAULT_SOURCE, is_digits, parse_int, read_text
+from iolens.parse._common import DEFAULT_SOURCE, is_digits, parse_int, read_text, shown
 
 __all__ = [
     "DATA_WORD_BYTES",
@@ -75,7 +75,7 @@ def parse_sysfs_port(
     if rate is not None:
         m = re.match(r"^(\d+(?:\.\d+)?)\s+Gb/sec", rate)
         if not m:
-            raise InputError(f"{source}/rate", f"unrecognised rate {rate!r}", 1)
+            raise InputError(f"{source}/rate", f"unrecognised rate {shown(rate)}", 1)
         rate_gbps = float(m[1])
     return SysfsPort(
         device=device,
@@ -144,6 +144,7 @@ _PQ_KINDS = {
 }
 _PQ_FIELD = re.compile(r"^(?P<key>[A-Za-z0-9_]+):\.*(?P<v>\S+)\s*$")
 _PQ_SKIP = {"PortSelect", "CounterSelect", "CounterSelect2"}
+_HEX = re.compile(r"^0x[0-9a-fA-F]{1,16}$")
 
 
 def parse_perfquery(text: str, source: str = DEFAULT_SOURCE) -> list[PerfqueryPort]:
@@ -163,7 +164,11 @@ def parse_perfquery(text: str, source: str = DEFAULT_SOURCE) -> list[PerfqueryPo
         m = _PQ_HEADER.match(line)
         if m:
             close()
-            head, vals = (_PQ_KINDS[m["what"]], int(m["lid"]), int(m["port"]), lineno), {}
+            lid = parse_int(m["lid"], source, lineno, "Lid")
+            head, vals = (
+                (_PQ_KINDS[m["what"]], lid, parse_int(m["port"], source, lineno, "port"), lineno),
+                {},
+            )
             continue
         m = _PQ_FIELD.match(line)
         if not m or head is None:
@@ -171,9 +176,14 @@ def parse_perfquery(text: str, source: str = DEFAULT_SOURCE) -> list[PerfqueryPo
         if m["key"] in _PQ_SKIP:
             continue
         v = m["v"]
-        vals[m["key"]] = (
-            int(v, 16) if v.startswith("0x") else parse_int(v, source, lineno, m["key"])
-        )
+        if v.startswith("0x"):
+            if not _HEX.match(v):  # `0x`, `0xZZ`: int(v, 16) would raise ValueError
+                raise InputError(
+                    source, f"{m['key']}: expected a 64-bit hex value, got {shown(v)}", lineno
+                )
+            vals[m["key"]] = int(v, 16)
+        else:
+            vals[m["key"]] = parse_int(v, source, lineno, m["key"])
     close()
     return ports
 
@@ -221,18 +231,22 @@ def parse_ibnetdiscover(text: str, source: str = DEFAULT_SOURCE) -> list[IbLink]
             continue
         m = _NET_LINK.match(line)
         if m:
+
+            def num(key: str, m: re.Match[str] = m, n: int = lineno) -> int:
+                return parse_int(m[key], source, n, key)
+
             links.append(
                 IbLink(
                     m["t"],
-                    int(m["lid"]),
-                    int(m["port"]),
+                    num("lid"),
+                    num("port"),
                     m["guid"],
                     m["width"],
                     m["speed"],
                     m["name"],
                     m["rt"],
-                    int(m["rlid"]),
-                    int(m["rport"]),
+                    num("rlid"),
+                    num("rport"),
                     m["rguid"],
                     m["rname"],
                 )
@@ -241,11 +255,9 @@ def parse_ibnetdiscover(text: str, source: str = DEFAULT_SOURCE) -> list[IbLink]
         m = _NET_DOWN.match(line)
         if m:
             name = m["name"] if m["name"] is not None else m["bare"]
-            links.append(
-                IbLink(
-                    m["t"], int(m["lid"]), int(m["port"]), m["guid"], m["width"], m["speed"], name
-                )
-            )
+            lid = parse_int(m["lid"], source, lineno, "lid")
+            port = parse_int(m["port"], source, lineno, "port")
+            links.append(IbLink(m["t"], lid, port, m["guid"], m["width"], m["speed"], name))
             continue
         raise InputError(source, f"not an ibnetdiscover --ports line: {line[:80]!r}", lineno)
     return links
@@ -266,7 +278,7 @@ def _state(text: str | None, source: str) -> str | None:
         return None
     m = re.match(r"^\d+:\s*(\S.*)$", text.strip())
     if not m:
-        raise InputError(source, f"expected '<n>: NAME', got {text.strip()!r}", 1)
+        raise InputError(source, f"expected '<n>: NAME', got {shown(text.strip())}", 1)
     return m[1]
 
 

@@ -142,6 +142,14 @@ def parse_stats(text: str, source: str = DEFAULT_SOURCE, *, client: bool = False
     last = max(1, len(text.splitlines()))
     if st.snapshot_time is None:
         raise InputError(source, "no snapshot_time line: when was this written?", 1)
+    if st.epoch is not None and not 0 <= st.epoch <= st.snapshot_time:
+        # a start after the snapshot (or before 1970) cannot be, and would render back as a
+        # negative elapsed_time that no reader accepts (found by the fuzz suite, issue 19)
+        raise InputError(
+            source,
+            f"counters start at {st.epoch:.9f}, after the snapshot at {st.snapshot_time:.9f}",
+            1,
+        )
     by: dict[str, StatsCounter] = {}
     for c in st.counters:
         if c.name in by:

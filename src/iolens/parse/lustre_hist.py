@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iolens.errors import InputError
-from iolens.parse._common import DEFAULT_SOURCE, parse_int, parse_seconds, read_text
+from iolens.parse._common import DEFAULT_SOURCE, parse_int, parse_seconds, read_text, shown
 
 __all__ = [
     "HistBucket",
@@ -33,8 +33,9 @@ _TIME = re.compile(
     r"(?:\s+\(?secs\.[nu]secs\)?)?\s*$"
 )
 _SECTION = re.compile(r"^(?P<title>\S.*?)\s+(?P<unit>\S+)\s+%\s+cum\s+%")
-_BUCKET = re.compile(r"^(?P<label>\d+[KMGT]?):\s+(?P<rest>.*)$")
-_GAUGE = re.compile(r"^(?P<key>[A-Za-z][A-Za-z _/]*?):\s+(?P<v>\d+)\s*$")
+# ASCII digits only: '٣' is a \d to `re`, and int() then reads it as 3 (issue 19)
+_BUCKET = re.compile(r"^(?P<label>\d+[KMGT]?):\s+(?P<rest>.*)$", re.ASCII)
+_GAUGE = re.compile(r"^(?P<key>[A-Za-z][A-Za-z _/]*?):\s+(?P<v>\d+)\s*$", re.ASCII)
 _COLUMN_WORDS = {"read", "write", "modify"}
 _SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -129,7 +130,8 @@ def parse_histograms(
             continue
         m = _GAUGE.match(line)
         if m and title is None:
-            gauges.append((m["key"].strip(), int(m["v"])))
+            key = m["key"].strip()
+            gauges.append((key, parse_int(m["v"], source, lineno, key)))
             continue
         raise InputError(source, f"not a histogram line: {line[:80]!r}", lineno)
     close()
@@ -157,6 +159,8 @@ def _default(n: int) -> tuple[str, ...]:
 
 
 def _bucket(label: str, rest: str, ncols: int, source: str, lineno: int) -> HistBucket:
+    # a u64 count of the unit the suffix names (a 5,000-digit label made int() raise)
+    parse_int(label.rstrip("KMGT"), source, lineno, "bucket label")
     groups = rest.split("|")
     if len(groups) != ncols:
         raise InputError(
@@ -167,7 +171,7 @@ def _bucket(label: str, rest: str, ncols: int, source: str, lineno: int) -> Hist
         toks = g.split()
         if len(toks) != 3:
             raise InputError(
-                source, f"bucket {label}: expected '<n> <pct> <cum%>', got {g!r}", lineno
+                source, f"bucket {label}: expected '<n> <pct> <cum%>', got {shown(g)}", lineno
             )
         counts.append(parse_int(toks[0], source, lineno, f"bucket {label} count"))
     return HistBucket(label, bucket_value(label), tuple(counts))

@@ -29,8 +29,9 @@ from iolens.parse._common import (
     parse_int,
     parse_seconds,
     read_text,
+    shown,
 )
-from iolens.parse.lustre_stats import normalise_unit
+from iolens.parse.lustre_stats import MAX_NAME, normalise_unit
 
 __all__ = ["JobCounter", "JobStats", "parse_file", "parse_job_id", "parse_job_stats"]
 
@@ -154,6 +155,8 @@ def parse_file(path: str | Path) -> list[JobStats]:
 
 
 def _op(name: str, body: str, source: str, lineno: int) -> JobCounter:
+    if len(name) > MAX_NAME:
+        raise InputError(source, f"counter name {shown(name)} is not a Lustre counter", lineno)
     hist: list[tuple[str, int]] = []
     hm = _HIST.search(body)
     if hm:
@@ -163,7 +166,7 @@ def _op(name: str, body: str, source: str, lineno: int) -> JobCounter:
                 continue
             k, sep, v = item.partition(":")
             if not sep:
-                raise InputError(source, f"{name}: bad hist item {item.strip()!r}", lineno)
+                raise InputError(source, f"{name}: bad hist item {shown(item.strip())}", lineno)
             hist.append((k.strip(), parse_int(v.strip(), source, lineno, f"{name} hist")))
     fields: dict[str, str] = {}
     for item in body.split(","):
@@ -171,7 +174,9 @@ def _op(name: str, body: str, source: str, lineno: int) -> JobCounter:
             continue
         k, sep, v = item.partition(":")
         if not sep:
-            raise InputError(source, f"{name}: expected 'key: value', got {item.strip()!r}", lineno)
+            raise InputError(
+                source, f"{name}: expected 'key: value', got {shown(item.strip())}", lineno
+            )
         fields[k.strip()] = v.strip()
     if "samples" not in fields:
         raise InputError(source, f"{name}: no 'samples' field", lineno)

@@ -29,9 +29,11 @@ from iolens.parse._common import (
     parse_int,
     parse_seconds,
     read_text,
+    shown,
 )
 
 __all__ = [
+    "MAX_NAME",
     "UNIT_ALIASES",
     "LustreStats",
     "StatsCounter",
@@ -45,6 +47,8 @@ __all__ = [
 UNIT_ALIASES: dict[str, str] = {"usec": "usecs", "sec": "secs", "regs": "reqs"}
 
 _HEADER_FIELDS = ("snapshot_time", "start_time", "elapsed_time")
+#: Longer than any counter name Lustre prints (they are C identifiers of ~30 characters).
+MAX_NAME = 128
 _COUNTER = re.compile(
     r"^(?P<name>\S+)\s+(?P<count>\S+)\s+samples(?:\s+\[(?P<unit>[^\]]*)\])?(?P<rest>(?:\s+\S+)*)\s*$"
 )
@@ -185,6 +189,8 @@ def parse_file(path: str | Path) -> LustreStats:
 
 def _counter(m: re.Match[str], source: str, lineno: int) -> StatsCounter:
     name = m["name"]
+    if len(name) > MAX_NAME:  # every message below names it: keep them one short line
+        raise InputError(source, f"counter name {shown(name)} is not a Lustre counter", lineno)
     samples = parse_int(m["count"], source, lineno, f"{name} sample count")
     raw_unit = m["unit"] if m["unit"] is not None else ""
     nums = [parse_int(t, source, lineno, f"{name} value") for t in m["rest"].split()]

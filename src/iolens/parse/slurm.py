@@ -10,6 +10,7 @@ node list, hostlist-expanded (`hero[4515-4516]` -> two names) so it joins with p
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,12 +19,13 @@ from pathlib import Path
 from typing import TypeVar
 
 from iolens.errors import InputError
-from iolens.parse._common import DEFAULT_SOURCE, is_digits, read_text
+from iolens.parse._common import DEFAULT_SOURCE, is_digits, read_text, shown
 
 __all__ = [
     "JobIdParts",
     "SacctRecord",
     "expand_hostlist",
+    "hostlist_size",
     "parse_duration",
     "parse_file",
     "parse_job_id",
@@ -52,7 +54,7 @@ def expand_hostlist(expr: str) -> list[str]:
     total = sum(_count(part, expr) for part in parts)
     if total > MAX_HOSTS:
         raise ValueError(
-            f"hostlist {expr[:80]!r} names {total:,} hosts, more than any cluster "
+            f"hostlist {shown(expr)} names {total:,} hosts, more than any cluster "
             f"({MAX_HOSTS:,}): not expanded"
         )
     names: list[str] = []
@@ -61,9 +63,20 @@ def expand_hostlist(expr: str) -> list[str]:
     return names
 
 
+def hostlist_size(expr: str) -> int:
+    """How many names `expr` expands to, without expanding it (ValueError when malformed)."""
+    expr = expr.strip()
+    if expr in _NO_NODES:
+        return 0
+    return sum(_count(part, expr) for part in _split_top(expr))
+
+
 #: The most hosts one hostlist may name: ten times the largest machines' node counts, so a
 #: mistyped or hostile `n[1-999999999]` costs an error, not minutes and gigabytes.
 MAX_HOSTS = 2_000_000
+#: The most names the distinct node lists of one sacct file may expand to (~1 GB): without
+#: it, a file of many rows just under MAX_HOSTS each would still take every gigabyte.
+MAX_FILE_HOSTS = 20_000_000
 
 
 def _count(part: str, expr: str) -> int:
@@ -74,7 +87,13 @@ def _count(part: str, expr: str) -> int:
         for rng in group.split(","):
             lo, sep, hi = rng.strip().partition("-")
             if not is_digits(lo) or (sep and not is_digits(hi)):
-                raise ValueError(f"bad range {rng!r} in hostlist {expr[:80]!r}")
+                raise ValueError(f"bad range {shown(rng)} in hostlist {shown(expr)}")
+            if len(lo) > 18 or len(hi) > 18:  # no cluster numbers its nodes past 10^18
+                raise ValueError(f"range {shown(rng)} in hostlist {shown(expr)} is too large")
+            if sep and int(hi) < int(lo):
+                # refused here, not only when expanding: a negative size would cancel a huge
+                # range's (`[1-100000000,200000000-1]`) and the cap would let it through
+                raise ValueError(f"descending range {shown(rng)} in hostlist {shown(expr)}")
             size += int(hi) - int(lo) + 1 if sep else 1
         n *= max(size, 0)
         if n > MAX_HOSTS:
@@ -90,38 +109,46 @@ def _split_top(expr: str) -> list[str]:
         elif ch == "]":
             depth -= 1
             if depth < 0:
-                raise ValueError(f"unbalanced ']' in hostlist {expr!r}")
+                raise ValueError(f"unbalanced ']' in hostlist {shown(expr)}")
         if ch == "," and depth == 0:
             parts.append("".join(cur))
             cur = []
         else:
             cur.append(ch)
     if depth != 0:
-        raise ValueError(f"unbalanced '[' in hostlist {expr!r}")
+        raise ValueError(f"unbalanced '[' in hostlist {shown(expr)}")
     parts.append("".join(cur))
     return [p for p in parts if p]
 
 
 def _expand_one(part: str, expr: str) -> list[str]:
-    m = re.search(r"\[([^\]]*)\]", part)
-    if not m:
-        return [part]
-    prefix, suffix = part[: m.start()], part[m.end() :]
-    out: list[str] = []
-    for rng in m[1].split(","):
+    """Every name of one comma-free part: the product of its bracket groups' values, joined
+    with the text around them (one join per name: recursing per group re-scanned each
+    partial name, and 2 M names took seconds)."""
+    pieces = _GROUP.split(part)  # text, group, text, group, ..., text
+    choices = [[p] if i % 2 == 0 else _group_values(p, expr) for i, p in enumerate(pieces)]
+    return ["".join(name) for name in itertools.product(*choices)]
+
+
+_GROUP = re.compile(r"\[([^\]]*)\]")
+
+
+def _group_values(group: str, expr: str) -> list[str]:
+    """`01-03,07` -> 01 02 03 07: zero padding kept when the low end has it (or both ends
+    have the same width)."""
+    values: list[str] = []
+    for rng in group.split(","):
         lo, sep, hi = rng.strip().partition("-")
         if not is_digits(lo) or (sep and not is_digits(hi)):
-            raise ValueError(f"bad range {rng!r} in hostlist {expr!r}")
+            raise ValueError(f"bad range {shown(rng)} in hostlist {shown(expr)}")
         if not sep:
-            values = [lo]
-        else:
-            if int(hi) < int(lo):
-                raise ValueError(f"descending range {rng!r} in hostlist {expr!r}")
-            width = len(lo) if lo.startswith("0") or len(lo) == len(hi) else 0
-            values = [str(i).zfill(width) for i in range(int(lo), int(hi) + 1)]
-        for v in values:
-            out.extend(_expand_one(prefix + v + suffix, expr))
-    return out
+            values.append(lo)
+            continue
+        if int(hi) < int(lo):
+            raise ValueError(f"descending range {shown(rng)} in hostlist {shown(expr)}")
+        width = len(lo) if lo.startswith("0") or len(lo) == len(hi) else 0
+        values += [str(i).zfill(width) for i in range(int(lo), int(hi) + 1)]
+    return values
 
 
 def parse_duration(text: str) -> float | None:
@@ -132,7 +159,7 @@ def parse_duration(text: str) -> float | None:
         return None
     m = _DURATION.match(t)
     if not m:
-        raise ValueError(f"bad duration {text!r}")
+        raise ValueError(f"bad duration {shown(text)}")
     secs = int(m["d"] or 0) * 86400 + int(m["h"] or 0) * 3600 + int(m["m"]) * 60 + int(m["s"])
     return secs + (float("0." + m["f"]) if m["f"] else 0.0)
 
@@ -145,7 +172,7 @@ def parse_time(text: str) -> datetime | None:
     try:
         return datetime.fromisoformat(t)
     except ValueError as exc:
-        raise ValueError(f"bad time {text!r}") from exc
+        raise ValueError(f"bad time {shown(text)}") from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +189,7 @@ def parse_job_id(text: str) -> JobIdParts:
     """Split a sacct JobID; raises ValueError when it is not one."""
     m = _JOBID.match(text.strip())
     if not m:
-        raise ValueError(f"bad job id {text!r}")
+        raise ValueError(f"bad job id {shown(text)}")
     return JobIdParts(m["base"], m["task"], int(m["het"]) if m["het"] else None, m["step"])
 
 
@@ -217,10 +244,36 @@ def parse_sacct(
     lower = {n.lower(): i for i, n in enumerate(names)}
     if "jobid" not in lower and "jobidraw" not in lower:
         raise InputError(source, "fields have no JobID column")
+    nodes = _NodeLists(source)
     return [
-        _record(names, lower, _cells(ln, len(names), delimiter, source, n), source, n)
+        _record(names, lower, _cells(ln, len(names), delimiter, source, n), source, n, nodes)
         for n, ln in rows
     ]
+
+
+class _NodeLists:
+    """Each distinct NodeList of a file expanded once (a job's steps repeat its list, and
+    share the tuple), within MAX_FILE_HOSTS names per file (issue 19)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.seen: dict[str, tuple[str, ...]] = {}
+        self.names = 0
+
+    def __call__(self, expr: str, lineno: int) -> tuple[str, ...]:
+        got = self.seen.get(expr)
+        if got is None:
+            size = hostlist_size(expr)
+            if self.names + size > MAX_FILE_HOSTS:
+                raise InputError(
+                    self.source,
+                    f"node lists name more than {MAX_FILE_HOSTS:,} hosts in one file: "
+                    "import it in parts (sacct --starttime/--endtime)",
+                    lineno,
+                )
+            got = self.seen[expr] = tuple(expand_hostlist(expr))
+            self.names += len(got)
+        return got
 
 
 def parse_file(
@@ -246,7 +299,12 @@ def _cells(
 
 
 def _record(
-    names: list[str], lower: dict[str, int], cells: list[str], source: str, lineno: int
+    names: list[str],
+    lower: dict[str, int],
+    cells: list[str],
+    source: str,
+    lineno: int,
+    node_lists: _NodeLists,
 ) -> SacctRecord:
     def get(key: str) -> str | None:
         i = lower.get(key)
@@ -268,7 +326,7 @@ def _record(
         raise InputError(source, "empty JobID", lineno)
     try:
         parts = parse_job_id(job_id)
-        nodes = tuple(expand_hostlist(get("nodelist") or ""))
+        nodes = node_lists(get("nodelist") or "", lineno)
     except ValueError as exc:
         raise InputError(source, str(exc), lineno) from exc
     return SacctRecord(

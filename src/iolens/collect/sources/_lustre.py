@@ -20,7 +20,7 @@ from pathlib import Path
 from iolens.collect.base import Reading
 from iolens.errors import InputError
 from iolens.parse import lustre_hist, lustre_jobstats, lustre_stats
-from iolens.parse._common import is_digits
+from iolens.parse._common import is_digits, parse_int
 
 #: Where a `<type>.<target>.<param>` can live, in the order they are tried.
 BASES = ("proc/fs/lustre", "sys/fs/lustre", "sys/kernel/debug/lustre")
@@ -149,7 +149,7 @@ def integer(root: Path, obd_type: str, target: str, param: str) -> int | None:
     token = text.strip()
     if not is_digits(token):
         raise InputError(path, f"{param}: expected a non-negative integer, got {token[:40]!r}", 1)
-    return int(token)
+    return parse_int(token, path, 1, param)  # a u64: 5,000 digits made int() raise
 
 
 def capacity(

@@ -43,7 +43,7 @@ from typing import ClassVar
 from iolens.collect.base import Reading
 from iolens.errors import InputError
 from iolens.parse import iofwd
-from iolens.parse._common import is_digits
+from iolens.parse._common import is_digits, parse_int
 from iolens.parse.iofwd import ForwarderStats, Tally
 
 #: Kind of the per-client rows.
@@ -176,4 +176,4 @@ def _integer(path: Path) -> int | None:
         return None
     if not is_digits(token):
         raise InputError(str(path), f"expected a non-negative integer, got {token[:40]!r}", 1)
-    return int(token)
+    return parse_int(token, str(path), 1, path.name)  # a u64: 400 digits overflowed float()

@@ -45,7 +45,7 @@ import pyarrow as pa
 from iolens.errors import InputError
 from iolens.ingest.importers.sacct import to_utc
 from iolens.model.schema import IO500_PHASES, IO500_RUNS
-from iolens.parse._common import is_digits
+from iolens.parse._common import is_digits, shown
 from iolens.store.base import Store
 
 SOURCE = "io500"
@@ -285,7 +285,10 @@ def _time(text: str | None, tz: tzinfo | None) -> datetime | None:
             t = datetime.strptime(text, fmt)
         except ValueError:
             continue
-        return to_utc(t, tz)
+        try:
+            return to_utc(t, tz)
+        except (OverflowError, ValueError):  # year 1 or 9999 moved out of range by the zone
+            return None
     return None
 
 
@@ -533,7 +536,26 @@ def read_run(d: Path, system: str | None = None, tz: tzinfo | None = UTC) -> Run
             run.timestamp = _time(m.group(0), tz)
     if run.score is None:
         run.valid = all(p.valid for p in run.phases.values())
+    _check_counts(run, d)
     return run
+
+
+#: Integer columns and the most each may hold (`io500_runs` int32, `io500_phases` int64).
+_RUN_COUNTS = {"nodes": 2**31 - 1, "procs": 2**31 - 1}
+_PHASE_COUNTS = {"rank_items_min": 2**63 - 1, "rank_items_max": 2**63 - 1}
+
+
+def _check_counts(run: Run, d: Path) -> None:
+    """A count no machine has (`procs = 1e30`, a negative one) is damage: refused with the
+    directory's name, where it made the store's append raise OverflowError (issue 19,
+    found by the fuzz suite)."""
+    where = [(run, n, hi) for n, hi in _RUN_COUNTS.items()]
+    where += [(p, n, hi) for p in run.phases.values() for n, hi in _PHASE_COUNTS.items()]
+    for obj, name, hi in where:
+        value = getattr(obj, name)
+        if value is not None and not 0 <= value <= hi:
+            what = name if obj is run else f"{obj.name} {name}"
+            raise InputError(str(d), f"{what}: {shown(str(value))} is not a plausible count")
 
 
 # -- loading -------------------------------------------------------------------------------
