@@ -1,8 +1,8 @@
 """The tracer's file decoder, fuzzed: byte damage to files the real tracer wrote (a traced
 Python process writing, reading and listing files) and to the decoder tests' hand-built
 files of every format version. Property: a TraceFile that `batch_of` turns into a batch,
-or an InputError naming the file. The decoder is being hardened in parallel (corrupt
-traces, issue 19): what still crashes is marked xfail until that is merged."""
+or an InputError naming the file. The `@example`s are what it found
+in issue 19, kept as regression cases."""
 
 from __future__ import annotations
 
@@ -21,12 +21,6 @@ from tests.fuzz.harness import fuzz, only_input_errors, scratch
 from tests.fuzz.mutate import HOSTILE_BYTES
 from tests.tracer.conftest import CC, ROOT
 from tests.tracer.test_decoder import build
-
-XFAIL = pytest.mark.xfail(
-    strict=False,
-    reason="corrupt traces: tracefile/ is hardened by the trace-spool engineer of issue 19; "
-    "re-run after merging",
-)
 
 PROGRAM = """
 import os, sys
@@ -93,7 +87,6 @@ def test_seeds_include_real_traces() -> None:
     assert all(decode_bytes(b, "seed.iolens").records >= 0 for b in REAL)
 
 
-@XFAIL
 @given(st.one_of(damaged(), damaged(), st.binary(max_size=512)))
 @example(build(version=3)[:-16])  # issue 19: a truncated trace in the spool
 @example(build(version=2)[:280] + b"\xa8" + build(version=2)[281:])  # IndexError, tables.py

@@ -123,8 +123,11 @@ def decode(
     try:
         header = json.loads(data[start : start + hlen])
         tables = [(str(n), int(size)) for n, size in header["tables"]]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InputError(source, f"bad batch header: {exc}") from None
+        if not isinstance(header.get("key"), str | None):
+            raise TypeError("key is not a string")
+    # OverflowError: int(Infinity); RecursionError: JSON nested past Python's stack
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
+        raise InputError(source, f"bad batch header: {type(exc).__name__}: {exc}") from None
     batch = Batch(
         source=str(header.get("source") or source),
         key=header.get("key"),
@@ -189,7 +192,7 @@ def _arrow_table(name: str, chunk: bytes, source: str, budget: _Budget) -> Any:
         table = pa.ipc.open_stream(chunk).read_all()
         table.validate(full=True)  # offsets and lengths inside their buffers
         return table
-    except (pa.ArrowException, ValueError) as exc:
+    except (pa.ArrowException, ValueError, OSError) as exc:  # OSError: Arrow's IOError
         raise InputError(source, f"table {name}: {exc}") from None
 
 
@@ -203,7 +206,7 @@ def _light_table(name: str, chunk: bytes, source: str, budget: _Budget) -> Any:
         columns = json.loads(budget.inflate("json", f"table {name}", chunk))["columns"]
         if not isinstance(columns, dict):
             raise TypeError("columns is not an object")
-    except (ValueError, KeyError, TypeError, zlib.error) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError, zlib.error) as exc:
         raise InputError(source, f"table {name}: not compressed JSON columns: {exc}") from None
     schema = TABLES[name]
     arrays, fields = [], []
