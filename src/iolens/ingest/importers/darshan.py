@@ -44,7 +44,7 @@ from typing import Any
 import pyarrow as pa
 
 from iolens.errors import InputError, IolensError, reading
-from iolens.ingest.darshan_reader import DarshanLog
+from iolens.ingest.darshan_decode import DecoderPool
 from iolens.ingest.importers.darshan_context import SOURCE, ImportResult, LogContext
 from iolens.ingest.importers.darshan_counters import counter_io
 from iolens.ingest.importers.darshan_dxt import ClientRows, read_dxt
@@ -110,29 +110,41 @@ def import_logs(
     """
     writer = GroupWriter(store)
     results: list[ImportResult] = []
-    for path in log_files(paths):
-        t0 = time.perf_counter()
-        res = ImportResult(path, "failed")
-        try:
-            res.log_key = content_key(path)
-            if res.log_key in writer.seen or _known(store, res.log_key):
-                res.status = "skipped"
-            else:
-                writer.add(_read(path, res, writer, dxt, analyze), res)
-        except InputError as exc:
-            writer.abort()
-            res.error = str(exc)
-        except IolensError:
-            raise  # the store, not this log
-        except Exception as exc:  # a log libdarshan-util reads but makes no sense of
-            writer.abort()
-            res.error = f"{path}: could not be imported ({type(exc).__name__}: {exc})"
-        res.seconds = time.perf_counter() - t0
-        results.append(res)
-        if on_log is not None:
-            on_log(res)
+    with DecoderPool() as pool:
+        for path in log_files(paths):
+            results.append(_import_one(store, pool, writer, path, dxt, analyze))
+            if on_log is not None:
+                on_log(results[-1])
     writer.flush()
     return results
+
+
+def _import_one(
+    store: Store,
+    pool: DecoderPool,
+    writer: GroupWriter,
+    path: Path,
+    dxt: bool,
+    analyze: Analyzer | None,
+) -> ImportResult:
+    t0 = time.perf_counter()
+    res = ImportResult(path, "failed")
+    try:
+        res.log_key = content_key(path)
+        if res.log_key in writer.seen or _known(store, res.log_key):
+            res.status = "skipped"
+        else:
+            writer.add(_read(pool, path, res, writer, dxt, analyze), res)
+    except InputError as exc:
+        writer.abort()
+        res.error = str(exc)
+    except IolensError:
+        raise  # the store, not this log
+    except Exception as exc:  # a log libdarshan-util reads but makes no sense of
+        writer.abort()
+        res.error = f"{path}: could not be imported ({type(exc).__name__}: {exc})"
+    res.seconds = time.perf_counter() - t0
+    return res
 
 
 def _known(store: Store, key: str) -> bool:
@@ -140,22 +152,29 @@ def _known(store: Store, key: str) -> bool:
 
 
 def _read(
-    path: Path, res: ImportResult, writer: GroupWriter, with_dxt: bool, analyze: Analyzer | None
+    pool: DecoderPool,
+    path: Path,
+    res: ImportResult,
+    writer: GroupWriter,
+    with_dxt: bool,
+    analyze: Analyzer | None,
 ) -> ParsedLog:
-    with DarshanLog(path) as log:
-        job = log.header_job()
-        res.job_id = job.job_id
-        if not log.modules:
-            raise InputError(
-                str(path),
-                "empty Darshan log: no module data (Darshan recorded no I/O; instrumentation "
-                "was disabled or failed)",
-            )
-        extra = log.read_static(job, frames=analyze is not None)
-        res.partial = job.partial_modules
-        ctx = LogContext(job, extra, _pid_of(path, job))
-        client = ClientRows(writer.spill, res)
-        read_dxt(log, ctx, with_dxt, client, res)
+    log = pool.decode(path, with_dxt)  # libdarshan-util runs in the pool's worker
+    job = log.job
+    res.job_id = job.job_id
+    if not log.modules:
+        raise InputError(
+            str(path),
+            "empty Darshan log: no module data (Darshan recorded no I/O; instrumentation "
+            "was disabled or failed)",
+        )
+    extra = log.extra
+    if analyze is not None:
+        job.modules.update({name: block.data() for name, block in extra["blocks"].items()})
+    res.partial = job.partial_modules
+    ctx = LogContext(job, extra, _pid_of(path, job))
+    client = ClientRows(writer.spill, res)
+    read_dxt(log, ctx, with_dxt, client, res)
     counter = counter_io(ctx)
     if counter is not None:
         client.add(counter)

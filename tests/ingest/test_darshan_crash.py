@@ -1,0 +1,96 @@
+"""Darshan logs that crash libdarshan-util (issue 19): read in the importer's own process
+they killed the whole import; decoded in a worker process, a crash costs that log alone.
+
+The fixtures are real example logs with a few bytes damaged (`data/darshan-crash/
+PROVENANCE.md`); the good logs around them are PyDarshan's examples.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import darshan
+import pytest
+
+from iolens.ingest import darshan_decode
+from iolens.ingest.importers import darshan as imp
+from iolens.store import DuckDBStore
+from tests.conftest import run_cli
+
+CRASH = Path(__file__).parent / "data" / "darshan-crash"
+ABORT = CRASH / "abort-namehash.darshan"
+SEGV = CRASH / "segv-posix.darshan"
+EXAMPLES = Path(darshan.__file__).parent / "examples" / "example_logs"
+
+
+def _in_process(log: Path) -> subprocess.CompletedProcess[str]:
+    """What the importer did before: libdarshan-util in the importing process."""
+    code = "import sys; from iolens.ingest.darshan_reader import read_log; read_log(sys.argv[1])"
+    return subprocess.run(
+        [sys.executable, "-c", code, str(log)], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_the_fixture_kills_a_process_that_reads_it_in_process() -> None:
+    res = _in_process(ABORT)
+    assert res.returncode == -signal.SIGABRT, (res.returncode, res.stderr[-500:])
+    assert "darshan_log_get_filtered_namehash" in res.stderr
+
+
+def _batch(tmp_path: Path) -> Path:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(EXAMPLES / "example.darshan", logs / "a-good.darshan")
+    shutil.copy(ABORT, logs / "b-abort.darshan")
+    shutil.copy(SEGV, logs / "c-segv.darshan")
+    shutil.copy(EXAMPLES / "dxt.darshan", logs / "d-good-dxt.darshan")
+    return logs
+
+
+def test_a_crashing_log_costs_only_itself(tmp_path: Path) -> None:
+    logs = _batch(tmp_path)
+    with DuckDBStore(tmp_path / "s.duckdb") as store:
+        results = {r.path.name: r for r in imp.import_logs(store, [logs])}
+        jobs = store.query("SELECT DISTINCT job_id FROM client_io ORDER BY 1").column(0)
+        stored = {j: n for j, n in store.query("SELECT job_id, count(*) FROM jobs GROUP BY 1")}
+    assert results["a-good.darshan"].status == "imported"
+    assert results["d-good-dxt.darshan"].status == "imported"
+    assert results["d-good-dxt.darshan"].client_io > 1000  # its DXT, streamed after the crash
+    assert len(jobs.to_pylist()) == 2 and len(stored) == 2
+    crashed = results["b-abort.darshan"]
+    assert crashed.status == "failed"
+    assert crashed.error.startswith(f"{logs / 'b-abort.darshan'}: ")
+    assert "libdarshan-util crashed (SIGABRT) reading it" in crashed.error
+    assert "Assertion" in crashed.error  # the library's last words
+    # depending on the heap, a segfault or a clean refusal: never the batch's end
+    segv = results["c-segv.darshan"]
+    assert segv.status == "failed" and segv.error.startswith(str(logs / "c-segv.darshan"))
+    assert "corrupt Darshan log" in segv.error
+
+
+def test_the_worker_is_replaced_after_a_crash_and_started_once_otherwise(tmp_path: Path) -> None:
+    with darshan_decode.DecoderPool() as pool:
+        for log in ("example.darshan", "noposix.darshan"):
+            assert pool.decode(EXAMPLES / log).job.job_id
+        assert pool.started == 1
+        with pytest.raises(Exception, match=r"crashed \(SIGABRT\)"):
+            pool.decode(ABORT)
+        assert pool.decode(EXAMPLES / "dxt.darshan").modules
+        assert pool.started == 2
+
+
+def test_import_darshan_prints_one_line_for_the_crash(tmp_path: Path) -> None:
+    logs = _batch(tmp_path)
+    db = tmp_path / "cli.duckdb"
+    res = run_cli("import", "darshan", str(logs), "--db", str(db), "--json")
+    assert res.returncode == 0, res.stderr[-2000:]
+    summary = json.loads(res.stdout)
+    assert summary["imported"] == 2 and summary["failed"] == 2
+    crash = [f for f in summary["failures"] if f["path"].endswith("b-abort.darshan")]
+    assert "libdarshan-util crashed (SIGABRT)" in crash[0]["error"]
+    assert "Traceback" not in res.stderr
