@@ -65,6 +65,7 @@ def job(
     from iolens.analyze import report
     from iolens.analyze.jobs.access_pattern import survey
     from iolens.analyze.jobs.crosslayer import layer_series
+    from iolens.store import queries
 
     rep = (built or report.build(store, job_id)).to_dict()
     # Server layers come from a GROUP BY in no particular order: fix it, so the same job
@@ -79,6 +80,10 @@ def job(
     rep["access_pattern_counts"] = {"streams": found.n_streams, "files": found.n_files}
     if layers:
         rep["layer_series"] = layer_series(store, job_id)
+    rep["analysis_errors"] = [
+        {**e, "message": f"analysis failed: {e['analysis']}: {e['error']}"}
+        for e in queries.analysis_errors(store, job_id)
+    ]
     return rep
 
 

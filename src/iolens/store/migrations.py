@@ -122,6 +122,15 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE TABLE component_aliases (alias VARCHAR NOT NULL, component_id VARCHAR NOT NULL);
         """,
     ),
+    (
+        # issue 19, per-job analysis errors: recorded on the job, not retried on every read
+        7,
+        """
+        CREATE TABLE analysis_errors (
+            job_id VARCHAR NOT NULL, analysis VARCHAR NOT NULL, error VARCHAR NOT NULL,
+            iolens_version VARCHAR, failed_at TIMESTAMP, data_stamp VARCHAR);
+        """,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]
