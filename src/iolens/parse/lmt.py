@@ -122,6 +122,8 @@ def read_lmt(path: str | Path) -> LmtData:
         return _read(con, src)
     except sqlite3.Error as exc:
         raise InputError(src, f"not an LMT database: {exc}") from exc
+    except (ValueError, TypeError, UnicodeError) as exc:  # what no check above foresaw
+        raise InputError(src, f"unreadable LMT database: {type(exc).__name__}: {exc}") from exc
     finally:
         con.close()
 
