@@ -63,7 +63,7 @@ def analyze_jobs(
                 f = rule.check(rep)
             except Exception as exc:  # a rule's bug costs that rule on that job
                 failed.append((job_id, rule.code, _why(exc)))
-                log.warning("rule %s failed on job %s: %s", rule.code, job_id, exc, exc_info=True)
+                log.warning("rule %s failed on job %s: %s", rule.code, job_id, _why(exc))
                 continue
             if f is not None:
                 mine.append(f)
@@ -134,18 +134,20 @@ def _diagnosed(
     except IolensError:
         raise  # the store, not a job
     except Exception as exc:
-        if len(job_ids) <= 1:
-            for j in job_ids:
-                failed.append((j, stage, _why(exc)))
-                log.warning("%s of job %s failed: %s", stage, j, exc, exc_info=True)
-            return []
-        half = len(job_ids) // 2
-        out: list[JobReport] = []
-        for part in (job_ids[:half], job_ids[half:]):
-            mine = set(part)
-            given = None if reports is None else [r for r in reports if r.job_id in mine]
-            out += _diagnosed(store, part, given, False, failed)
-        return out
+        error = exc
+    if len(job_ids) <= 1:
+        for j in job_ids:
+            failed.append((j, stage, _why(error)))
+            log.warning("%s of job %s failed: %s", stage, j, _why(error))
+            log.debug("%s of job %s failed", stage, j, exc_info=error)
+        return []
+    half = len(job_ids) // 2
+    out: list[JobReport] = []
+    for part in (job_ids[:half], job_ids[half:]):
+        mine = set(part)
+        given = None if reports is None else [r for r in reports if r.job_id in mine]
+        out += _diagnosed(store, part, given, False, failed)
+    return out
 
 
 def _why(exc: Exception) -> str:

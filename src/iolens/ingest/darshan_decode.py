@@ -18,6 +18,7 @@ fresh worker goes on with the next log.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -101,8 +102,9 @@ def _init_worker(stderr_path: str) -> None:
 
 def _decode(path: str, dxt: bool) -> Decoded | _Failed:
     """Runs in the worker: everything of the log that goes through libdarshan-util."""
-    os.ftruncate(2, 0)  # only this log's last words
-    os.lseek(2, 0, os.SEEK_SET)
+    with contextlib.suppress(OSError):  # only this log's last words
+        os.ftruncate(2, 0)
+        os.lseek(2, 0, os.SEEK_SET)
     try:
         with DarshanLog(path) as log:
             job = log.header_job()
