@@ -94,3 +94,17 @@ def test_import_darshan_prints_one_line_for_the_crash(tmp_path: Path) -> None:
     crash = [f for f in summary["failures"] if f["path"].endswith("b-abort.darshan")]
     assert "libdarshan-util crashed (SIGABRT)" in crash[0]["error"]
     assert "Traceback" not in res.stderr
+
+
+def test_the_cli_starts_the_worker_early_with_the_same_modules(monkeypatch) -> None:
+    """`iolens import darshan` starts the forkserver before its own imports; a different
+    module list would be ignored (the server already runs) and the workers would miss it."""
+    from multiprocessing import forkserver
+
+    from iolens.present.cli import darshan_import
+
+    calls: list[object] = []
+    monkeypatch.setattr(forkserver, "set_forkserver_preload", calls.append)
+    monkeypatch.setattr(forkserver, "ensure_running", lambda: calls.append("started"))
+    darshan_import._start_decoder()
+    assert calls == [darshan_decode.PRELOAD, "started"]

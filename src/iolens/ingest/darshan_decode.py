@@ -41,8 +41,9 @@ from iolens.model.darshan import DarshanJob
 #: Seconds one log may take in the worker before it is killed (a library caught in a loop).
 DECODE_TIMEOUT_S = 600.0
 
-#: What the worker imports before it forks: the reader and PyDarshan's library binding.
-_PRELOAD = [__name__, "darshan.backend.cffi_backend"]
+#: What the worker imports before it forks: the reader and PyDarshan's library binding
+#: (`iolens import darshan` starts that process early with the same list).
+PRELOAD = ["iolens.ingest.darshan_decode", "darshan.backend.cffi_backend"]
 
 
 @dataclass
@@ -146,7 +147,7 @@ class DecoderPool:
     def __init__(self, timeout_s: float = DECODE_TIMEOUT_S) -> None:
         self.timeout_s = timeout_s
         self._ctx = multiprocessing.get_context("forkserver")
-        self._ctx.set_forkserver_preload(_PRELOAD)
+        self._ctx.set_forkserver_preload(PRELOAD)
         self._dir = tempfile.TemporaryDirectory(prefix="iolens-darshan-")
         self._pool: ProcessPoolExecutor | None = None
         self._stderr = Path(self._dir.name) / "stderr"
