@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import darshan
 import pytest
@@ -108,3 +109,34 @@ def test_the_cli_starts_the_worker_early_with_the_same_modules(monkeypatch) -> N
     monkeypatch.setattr(forkserver, "ensure_running", lambda: calls.append("started"))
     darshan_import._start_decoder()
     assert calls == [darshan_decode.PRELOAD, "started"]
+
+
+def _segments(records: Any) -> list[Any]:
+    return [
+        (rec.id, rec.rank, rec.hostname, op, w.tolist())
+        for rec in records
+        for op, windows in rec.ops()
+        for w in windows
+    ]
+
+
+def test_dxt_read_whole_in_the_worker_matches_the_stream(monkeypatch) -> None:
+    """When the region map is unknown (another libdarshan-util handle layout), the worker
+    reads DXT through the library and sends it whole: the same segments as the stream."""
+    from iolens.ingest.darshan_reader import DarshanLog
+
+    log = EXAMPLES / "dxt.darshan"
+    with DarshanLog(log) as direct:
+        streamed = _segments(direct.dxt("DXT_POSIX"))
+    real = DarshanLog._check_regions
+
+    def unknown_layout(self: DarshanLog) -> None:
+        real(self)
+        self._maps = None
+
+    monkeypatch.setattr(DarshanLog, "_check_regions", unknown_layout)
+    for call in ("ftruncate", "lseek"):  # leave pytest's fd 2 alone
+        monkeypatch.setattr(darshan_decode.os, call, lambda *a: None)
+    decoded = darshan_decode._decode(str(log), True)
+    assert isinstance(decoded, darshan_decode.Decoded) and decoded.maps is None
+    assert streamed and _segments(decoded.dxt("DXT_POSIX")) == streamed
