@@ -140,3 +140,25 @@ def test_dxt_read_whole_in_the_worker_matches_the_stream(monkeypatch) -> None:
     decoded = darshan_decode._decode(str(log), True)
     assert isinstance(decoded, darshan_decode.Decoded) and decoded.maps is None
     assert streamed and _segments(decoded.dxt("DXT_POSIX")) == streamed
+
+
+def test_prefetched_logs_are_blamed_for_their_own_crash_only() -> None:
+    with darshan_decode.DecoderPool() as pool:
+        pool.decode(EXAMPLES / "example.darshan")
+        pool.prefetch(ABORT)  # decoded (and crashing) while the importer does other work
+        with pytest.raises(Exception, match=r"crashed \(SIGABRT\)"):
+            pool.decode(ABORT)
+        pool.prefetch(ABORT)  # handed over, then not asked for: out of the way, unblamed
+        assert pool.decode(EXAMPLES / "noposix.darshan").job.job_id
+        assert pool.started == 3
+
+
+def test_a_worker_the_library_failed_in_gets_no_new_log(tmp_path: Path) -> None:
+    truncated = tmp_path / "truncated.darshan"
+    truncated.write_bytes((EXAMPLES / "example.darshan").read_bytes()[:3000])
+    with darshan_decode.DecoderPool() as pool:
+        with pytest.raises(Exception, match="truncated Darshan log"):
+            pool.decode(truncated)
+        assert pool.started == 1
+        assert pool.decode(EXAMPLES / "dxt.darshan").modules
+        assert pool.started == 2

@@ -10,10 +10,12 @@ importer, whose store connection runs threads. The worker hands back a `Decoded`
 DXT, the bulk of a large log, is streamed from the file by iolens's own decoder in the
 importer (`darshan_reader.stream_dxt`) and never crosses the process boundary.
 
-One log is in flight at a time, so when the worker dies the log it was reading is the
-one that killed it: it fails as "libdarshan-util crashed (SIGSEGV) reading it", with the
+The worker decodes the logs one at a time, in the order they are handed over (the next
+one while the importer stores the current), so when it dies the log it was reading is
+known: that log fails as "libdarshan-util crashed (SIGSEGV) reading it", with the
 library's last words (an assertion, "double free or corruption") when it left any, and a
-fresh worker goes on with the next log.
+fresh worker goes on with the next log. A worker the library failed in is replaced too:
+a damaged log can corrupt its heap and crash it a log later, on an innocent one.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import os
 import signal
 import tempfile
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -70,6 +72,16 @@ class Decoded:
         if self.maps is None or not 0 <= self.modules[module]["idx"] < len(self.maps):
             return
         yield from stream_dxt(self.path, self.maps, self.comp, self.swap, self.modules, module)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """A log handed to the worker: its future and the worker's process then."""
+
+    path: str
+    dxt: bool
+    future: Future[Any]
+    procs: list[Any]
 
 
 @dataclass(frozen=True)
@@ -142,6 +154,12 @@ class DecoderPool:
 
     Use as a context manager around a batch: the worker is started on the first log and
     kept for the next ones (its start, about a second, is paid once per import).
+    `prefetch` hands it the next log while the importer stores the current one, so the
+    importer does not wait for a round trip per log. Logs are decoded in the order they
+    are handed over, one at a time, so a dead worker was reading the oldest log not yet
+    taken back: that log, and only it, is blamed. A log libdarshan-util failed on may have
+    damaged the worker's heap (the crash can come a log later), so such a worker gets no
+    new log, and a log it was already given is tried again in a fresh one if it dies.
     """
 
     def __init__(self, timeout_s: float = DECODE_TIMEOUT_S) -> None:
@@ -151,7 +169,9 @@ class DecoderPool:
         self._dir = tempfile.TemporaryDirectory(prefix="iolens-darshan-")
         self._pool: ProcessPoolExecutor | None = None
         self._stderr = Path(self._dir.name) / "stderr"
-        self.started = 0  # workers started (1 + one per crash)
+        self._ahead: _Job | None = None
+        self._dirty = False  # the worker failed on a log: its heap may be damaged
+        self.started = 0  # workers started (1 + one per crash or failed log)
 
     def __enter__(self) -> DecoderPool:
         return self
@@ -171,23 +191,52 @@ class DecoderPool:
         return self._pool
 
     def _discard(self) -> None:
+        self._ahead, self._dirty = None, False
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
-    def decode(self, path: Path, dxt: bool = True) -> Decoded:
-        """The log's header and static records; an `InputError` naming it when it is
-        unreadable, or when libdarshan-util crashed or hung reading it."""
+    def _submit(self, path: Path, dxt: bool) -> _Job:
+        if self._dirty:  # no new log for a worker that failed on one
+            self._discard()
         pool = self._pool or self._start()
         future = pool.submit(_decode, str(path), dxt)
         # the worker's process, for its exit status (the executor does not report it)
         procs = list((getattr(pool, "_processes", None) or {}).values())
+        return _Job(str(path), dxt, future, procs)
+
+    def prefetch(self, path: Path, dxt: bool = True) -> None:
+        """Start decoding `path` now; `decode(path)` then takes the result."""
+        if self._ahead is None:
+            self._ahead = self._submit(path, dxt)
+
+    def decode(self, path: Path, dxt: bool = True) -> Decoded:
+        """The log's header and static records; an `InputError` naming it when it is
+        unreadable, or when libdarshan-util crashed or hung reading it."""
+        job, self._ahead = self._ahead, None
+        if job is not None and (job.path, job.dxt) != (str(path), dxt):
+            self._settle(job)  # a log handed over but not asked for: out of the way first
+            job = None
+        return self._result(job or self._submit(path, dxt), path)
+
+    def _settle(self, job: _Job) -> None:
         try:
-            got = future.result(timeout=self.timeout_s)
-        except BrokenProcessPool:
-            why = _death(procs)
-            said = self._last_words()
+            job.future.result(timeout=self.timeout_s)
+        except (BrokenProcessPool, FutureTimeout):
+            for p in job.procs:
+                p.kill()
             self._discard()
+
+    def _result(self, job: _Job, path: Path) -> Decoded:
+        try:
+            got = job.future.result(timeout=self.timeout_s)
+        except BrokenProcessPool:
+            why = _death(job.procs)
+            said = self._last_words()
+            handed_dirty = self._dirty
+            self._discard()
+            if handed_dirty:  # handed over before the failure of an older log was known:
+                return self._result(self._submit(path, job.dxt), path)  # a clean try
             if not why.startswith("SIG"):  # not a crash of the library: of the worker
                 raise IolensError(
                     f"the Darshan decoding worker died ({why}) before reading {path}{said}"
@@ -196,7 +245,7 @@ class DecoderPool:
                 str(path), f"corrupt Darshan log: libdarshan-util crashed ({why}) reading it{said}"
             ) from None
         except FutureTimeout:
-            for p in procs:
+            for p in job.procs:
                 p.kill()
             self._discard()
             raise InputError(
@@ -204,6 +253,7 @@ class DecoderPool:
                 f"libdarshan-util did not finish reading it in {self.timeout_s:g} s (stopped)",
             ) from None
         if isinstance(got, _Failed):
+            self._dirty = True
             raise InputError(str(path), got.message.removeprefix(f"{path}: "))
         return got
 

@@ -110,13 +110,41 @@ def import_logs(
     """
     writer = GroupWriter(store)
     results: list[ImportResult] = []
+    files = log_files(paths)
+    keys: dict[Path, str] = {}  # content keys computed ahead
     with DecoderPool() as pool:
-        for path in log_files(paths):
-            results.append(_import_one(store, pool, writer, path, dxt, analyze))
+        for i, path in enumerate(files):
+            nxt = files[i + 1] if i + 1 < len(files) else None
+
+            def ahead(key: str, nxt: Path | None = nxt) -> None:
+                _prefetch(store, pool, writer, key, nxt, dxt, keys)
+
+            results.append(_import_one(store, pool, writer, path, dxt, analyze, keys, ahead))
             if on_log is not None:
                 on_log(results[-1])
     writer.flush()
     return results
+
+
+def _prefetch(
+    store: Store,
+    pool: DecoderPool,
+    writer: GroupWriter,
+    key: str,
+    nxt: Path | None,
+    dxt: bool,
+    keys: dict[Path, str],
+) -> None:
+    """Hand the next log to the decoding worker while this one is stored, unless it will
+    be skipped (already loaded, or the same content as this one)."""
+    if nxt is None:
+        return
+    try:
+        keys[nxt] = content_key(nxt)
+    except InputError:
+        return  # it fails in its turn
+    if keys[nxt] != key and keys[nxt] not in writer.seen and not _known(store, keys[nxt]):
+        pool.prefetch(nxt, dxt)
 
 
 def _import_one(
@@ -126,15 +154,17 @@ def _import_one(
     path: Path,
     dxt: bool,
     analyze: Analyzer | None,
+    keys: dict[Path, str],
+    ahead: Callable[[str], None],
 ) -> ImportResult:
     t0 = time.perf_counter()
     res = ImportResult(path, "failed")
     try:
-        res.log_key = content_key(path)
+        res.log_key = keys.pop(path, None) or content_key(path)
         if res.log_key in writer.seen or _known(store, res.log_key):
             res.status = "skipped"
         else:
-            writer.add(_read(pool, path, res, writer, dxt, analyze), res)
+            writer.add(_read(pool, path, res, writer, dxt, analyze, ahead), res)
     except InputError as exc:
         writer.abort()
         res.error = str(exc)
@@ -158,8 +188,12 @@ def _read(
     writer: GroupWriter,
     with_dxt: bool,
     analyze: Analyzer | None,
+    ahead: Callable[[str], None],
 ) -> ParsedLog:
-    log = pool.decode(path, with_dxt)  # libdarshan-util runs in the pool's worker
+    try:
+        log = pool.decode(path, with_dxt)  # libdarshan-util runs in the pool's worker
+    finally:
+        ahead(res.log_key or "")  # the next log decodes while this one is stored
     job = log.job
     res.job_id = job.job_id
     if not log.modules:
