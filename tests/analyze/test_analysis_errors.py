@@ -153,3 +153,36 @@ def test_a_rule_that_raises_costs_that_rule_on_that_job(
         summaries = store.query("SELECT job_id FROM job_summaries ORDER BY 1").column(0)
     assert errors == [{"job_id": "bad", "analysis": rule.code, "error": "KeyError: 'io_mode'"}]
     assert summaries.to_pylist() == ["a", "bad"]  # analysed, less that rule
+
+
+def test_a_job_whose_report_cannot_be_built_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the report itself fails on the job's data, its page and REST endpoint answer
+    "analysis failed: report: ..." (was a bare 500), and the other jobs are served."""
+    from iolens.analyze import report
+
+    real = report.build
+
+    def build(store: Any, job_id: str, *a: Any, **kw: Any) -> Any:
+        if job_id == "bad":
+            raise ZeroDivisionError("division by zero")
+        return real(store, job_id, *a, **kw)
+
+    monkeypatch.setattr(report, "build", build)
+    db = tmp_path / "s.duckdb"
+    with DuckDBStore(db) as store:
+        for j in ("a", "bad"):
+            load(store, _batch(j, f"k-{j}", 0))
+    token = json.loads(run_cli("user", "add", "root", "--admin", "--db", str(db), "--json").stdout)
+    auth = {"Authorization": f"Bearer {token['token']}"}
+    with DuckDBStore(db) as store, TestClient(create_app(store, [])) as client:
+        for path in ("/api/v1/jobs/bad", "/api/jobs/bad"):
+            res = client.get(path, headers=auth)
+            assert res.status_code == 500
+            assert res.json()["detail"] == (
+                "job bad: analysis failed: report: ZeroDivisionError: division by zero"
+            )
+        page = client.get("/jobs/bad", headers=auth)
+        assert page.status_code == 500 and "analysis failed: report" in page.text
+        assert client.get("/jobs/a", headers=auth).status_code == 200
