@@ -137,6 +137,10 @@ def _decode(path: str, dxt: bool) -> Decoded | _Failed:
         return _Failed(f"{path}: could not be imported ({type(exc).__name__}: {exc})")
 
 
+def _ping() -> bool:
+    return True
+
+
 _NO_EXTRA: dict[str, Any] = {"blocks": {}, "heatmaps": [], "autoperf": {}, "hosts": {}}
 
 
@@ -231,19 +235,20 @@ class DecoderPool:
         try:
             got = job.future.result(timeout=self.timeout_s)
         except BrokenProcessPool:
-            why = _death(job.procs)
-            said = self._last_words()
             handed_dirty = self._dirty
-            self._discard()
+            self._discard()  # joins the executor's threads first: the exit status is final
+            why, said = _death(job.procs), self._last_words()
             if handed_dirty:  # handed over before the failure of an older log was known:
                 return self._result(self._submit(path, job.dxt), path)  # a clean try
-            if not why.startswith("SIG"):  # not a crash of the library: of the worker
+            if why.startswith("SIG"):
+                what = f"libdarshan-util crashed ({why}) reading it"
+            elif self._worker_starts():  # the library called exit() on this log
+                what = f"libdarshan-util ended its process ({why}) reading it"
+            else:
                 raise IolensError(
-                    f"the Darshan decoding worker died ({why}) before reading {path}{said}"
+                    f"the Darshan decoding worker cannot run ({why}){said}; no log was read"
                 ) from None
-            raise InputError(
-                str(path), f"corrupt Darshan log: libdarshan-util crashed ({why}) reading it{said}"
-            ) from None
+            raise InputError(str(path), f"corrupt Darshan log: {what}{said}") from None
         except FutureTimeout:
             for p in job.procs:
                 p.kill()
@@ -256,6 +261,15 @@ class DecoderPool:
             self._dirty = True
             raise InputError(str(path), got.message.removeprefix(f"{path}: "))
         return got
+
+    def _worker_starts(self) -> bool:
+        """Whether a fresh worker starts and answers (else the environment is at fault)."""
+        try:
+            (self._pool or self._start()).submit(_ping).result(timeout=120)
+            return True
+        except Exception:
+            self._discard()
+            return False
 
     def _last_words(self) -> str:
         """The library's (or the C runtime's) last stderr line, as a parenthesis."""
