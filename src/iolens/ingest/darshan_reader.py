@@ -13,7 +13,9 @@ is checked against the file size before any region is touched, and a handle that
 read error is never closed (a small leak instead of a crash of the whole batch).
 
 What it hands out is in `darshan_records`; regions are streamed by `darshan_region` and
-DXT segments merged into runs by `darshan_merge`.
+DXT segments merged into runs by `darshan_merge`. Some damaged logs still crash the
+library (a failed assertion, a double free): the importer therefore runs this reader in a
+worker process (`darshan_decode`); `read_log` reads in the calling process.
 """
 
 from __future__ import annotations

@@ -19,13 +19,14 @@ job's I/O without deploying anything. Each log is stored three ways:
 HEATMAP bins become `metrics` rows (kind `compute`, component `darshan:JOB`, one series
 per module and direction, in bytes/s); AutoPerf (APMPI/APXC) records are kept as modules.
 
-Every log is keyed by a hash of its content: re-importing skips it. Small logs are written
-in groups, one transaction each (per-statement costs dominate a small log); a log whose
-DXT runs past `DXT_CHUNK` client rows gets a transaction of its own and streams them in
-chunks, so memory stays bounded. A log that fails to parse leaves nothing behind. A log
-without module data (Darshan was disabled, or the process did no I/O) is an error rather
-than a job with no I/O: there is nothing to diagnose, and it usually means
-instrumentation failed.
+libdarshan-util reads each log in a worker process (`darshan_decode`), so a log that
+crashes it fails alone. Every log is keyed by a hash of its content: re-importing skips
+it. Small logs are written in groups, one transaction each (per-statement costs dominate
+a small log); a log whose DXT runs past `DXT_CHUNK` client rows gets a transaction of
+its own and streams them in chunks, so memory stays bounded. A log that fails to parse
+leaves nothing behind. A log without module data (Darshan was disabled, or the process
+did no I/O) is an error rather than a job with no I/O: there is nothing to diagnose, and
+it usually means instrumentation failed.
 
 This module runs the batch; the steps sit beside it: `darshan_context` (what they share),
 `darshan_dxt` and `darshan_counters` (client_io), `darshan_tables` (the other tables),
