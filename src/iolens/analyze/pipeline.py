@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
 import pyarrow as pa
 
+from iolens import __version__
 from iolens.analyze import report as job_report
 from iolens.analyze.findings import JOB_RULES
 from iolens.analyze.jobreport import JobReport
 from iolens.analyze.jobs import diagnose_jobs
+from iolens.errors import IolensError
 from iolens.model.finding import Finding, findings_table
-from iolens.model.schema import JOB_SUMMARIES
+from iolens.model.schema import ANALYSIS_ERRORS, JOB_SUMMARIES
+from iolens.store import queries
 from iolens.store.base import Store
+
+log = logging.getLogger(__name__)
 
 
 def analyze_jobs(
@@ -30,6 +36,11 @@ def analyze_jobs(
     every report first, since interference weighs all overlapping jobs at once. `reports`
     (with series, in `job_ids` order) are used instead when given: the distributed
     analysis builds them in parallel (`iolens.analyze.distributed`).
+
+    One job whose data breaks an analysis costs only itself: the batch is split until the
+    job is alone, its error is recorded in `analysis_errors` (and shown with the job), and
+    the other jobs are analysed. A rule that raises on a job is recorded the same way and
+    the job keeps its other findings. A job analysed here has its older errors cleared.
     """
     everything = job_ids is None
     if job_ids is None:
@@ -40,22 +51,37 @@ def analyze_jobs(
     rules = [rule() for rule in JOB_RULES if rule.code not in silenced]
     found: list[Finding] = []
     summaries: list[dict[str, object]] = []
+    failed: list[tuple[str, str, str]] = []  # (job, analysis, error)
     now = datetime.now(UTC).replace(tzinfo=None)
-    if reports is None:
-        reports = job_report.build_many(store, job_ids, with_series=True)
-    if reports:
-        diagnose_jobs(store, reports, everything)
+    reports = _diagnosed(store, job_ids, reports, everything, failed)
     for rep in reports:
         job_id = rep.job_id
         rep.series = None
-        mine = [f for rule in rules if (f := rule.check(rep)) is not None]
+        mine: list[Finding] = []
+        for rule in rules:
+            try:
+                f = rule.check(rep)
+            except Exception as exc:  # a rule's bug costs that rule on that job
+                failed.append((job_id, rule.code, _why(exc)))
+                log.warning("rule %s failed on job %s: %s", rule.code, job_id, _why(exc))
+                continue
+            if f is not None:
+                mine.append(f)
         found += mine
         summary = {k: getattr(rep, k) for k in JOB_SUMMARIES.names if hasattr(rep, k)}
         summaries.append({**summary, "findings": len(mine), "analyzed": now})
         if on_job:
             on_job(job_id)
+    done = [r.job_id for r in reports]
+    stamps = queries.data_stamps(store, sorted({j for j, _a, _e in failed}))
+    errors = [
+        {"job_id": j, "analysis": a, "error": e, "iolens_version": __version__,
+         "failed_at": now, "data_stamp": stamps.get(j)}
+        for j, a, e in failed
+    ]  # fmt: skip
     with store.transaction():
-        store.register("_iolens_jobs", pa.table({"job_id": job_ids}))
+        store.register("_iolens_jobs", pa.table({"job_id": pa.array(done, pa.string())}))
+        store.register("_iolens_tried", pa.table({"job_id": pa.array(job_ids, pa.string())}))
         try:
             # only this family's codes: the Darshan rules keep theirs (import darshan)
             store.execute(
@@ -67,11 +93,65 @@ def analyze_jobs(
             store.execute(
                 "DELETE FROM job_summaries WHERE job_id IN (SELECT job_id FROM _iolens_jobs)"
             )
+            store.execute(
+                "DELETE FROM analysis_errors WHERE job_id IN (SELECT job_id FROM _iolens_tried)"
+            )
         finally:
             store.unregister("_iolens_jobs")
+            store.unregister("_iolens_tried")
         store.append("findings", findings_table(found))
         store.append("job_summaries", pa.Table.from_pylist(summaries, schema=JOB_SUMMARIES))
+        if errors:
+            store.append("analysis_errors", pa.Table.from_pylist(errors, schema=ANALYSIS_ERRORS))
+    if on_job:
+        for j in sorted({j for j, a, _e in failed if a in _WHOLE}):
+            on_job(j)
     return found
+
+
+#: Failures that leave the job without a summary (a rule's failure does not).
+_WHOLE = ("report", "diagnosis")
+
+
+def _diagnosed(
+    store: Store,
+    job_ids: list[str],
+    reports: list[JobReport] | None,
+    everything: bool,
+    failed: list[tuple[str, str, str]],
+) -> list[JobReport]:
+    """Reports of `job_ids`, diagnosed (phases, history, interference). When a job breaks
+    either step the set is halved until it is alone; it is left out and noted in
+    `failed`, so one job costs O(log n) extra passes, not the whole batch."""
+    stage = "report"
+    try:
+        if reports is None:
+            reports = job_report.build_many(store, job_ids, with_series=True)
+        stage = "diagnosis"
+        if reports:
+            diagnose_jobs(store, reports, everything)
+        return reports
+    except IolensError:
+        raise  # the store, not a job
+    except Exception as exc:
+        error = exc
+    if len(job_ids) <= 1:
+        for j in job_ids:
+            failed.append((j, stage, _why(error)))
+            log.warning("%s of job %s failed: %s", stage, j, _why(error))
+            log.debug("%s of job %s failed", stage, j, exc_info=error)
+        return []
+    half = len(job_ids) // 2
+    out: list[JobReport] = []
+    for part in (job_ids[:half], job_ids[half:]):
+        mine = set(part)
+        given = None if reports is None else [r for r in reports if r.job_id in mine]
+        out += _diagnosed(store, part, given, False, failed)
+    return out
+
+
+def _why(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"[:2000]
 
 
 def analyze_all(store: Store, on_job: Callable[[str], None] | None = None) -> None:

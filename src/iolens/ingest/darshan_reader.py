@@ -13,7 +13,9 @@ is checked against the file size before any region is touched, and a handle that
 read error is never closed (a small leak instead of a crash of the whole batch).
 
 What it hands out is in `darshan_records`; regions are streamed by `darshan_region` and
-DXT segments merged into runs by `darshan_merge`.
+DXT segments merged into runs by `darshan_merge`. Some damaged logs still crash the
+library (a failed assertion, a double free): the importer therefore runs this reader in a
+worker process (`darshan_decode`); `read_log` reads in the calling process.
 """
 
 from __future__ import annotations
@@ -395,40 +397,12 @@ class DarshanLog:
         return out
 
     def dxt(self, module: str) -> Iterator[DxtRecord]:
-        """DXT file records one at a time, each handing out its segments in chunks of at
-        most `MERGE_WINDOW` (`DxtRecord.ops`), which must be consumed before the next
-        record is asked for. Memory stays bounded however many segments a record has:
-        the module's region is decompressed here as a stream (libdarshan-util would
-        return each record whole)."""
-        idx = self.modules[module]["idx"]
-        if self._maps is None or not 0 <= idx < len(self._maps):
+        """DXT file records one at a time (`stream_dxt`); through libdarshan-util, one
+        buffer per record, when the region map is unknown."""
+        if self._maps is None or not 0 <= self.modules[module]["idx"] < len(self._maps):
             yield from self._dxt_whole(module)
             return
-        off, length = self._maps[idx]
-        stream = Region(self.path, off, length, self._comp, self.source, module)
-        order = ">" if self._swap else "<"
-        head = struct.Struct(order + _DXT_HEAD.format)
-        seg = SEGMENT.newbyteorder(order)
-        # DXT_MPIIO before version 2 (Darshan < 3.2) did not record offsets; libdarshan-util
-        # reports them as -1, and so do we
-        no_offsets = module == "DXT_MPIIO" and self.modules[module]["version"] < 2
-        while True:
-            raw = stream.read(head.size, allow_end=True)
-            if raw is None:
-                return
-            rid, rank, _shared, host, w, r = head.unpack(raw)
-            if not (0 <= w < 1 << 40 and 0 <= r < 1 << 40):
-                raise InputError(
-                    self.source, f"corrupt Darshan log: {module} record with {w} writes, {r} reads"
-                )
-            rec = DxtRecord(
-                module, rid, rank, host.split(b"\0", 1)[0].decode("utf-8", "replace"), w, r
-            )
-            rec._source = dxt_segments(stream, seg, w, r, no_offsets)
-            yield rec
-            for _op, windows in rec._source:  # drain what the caller did not read
-                for _ in windows:
-                    pass
+        yield from stream_dxt(self.path, self._maps, self._comp, self._swap, self.modules, module)
 
     def _dxt_whole(self, module: str) -> Iterator[DxtRecord]:
         """Fallback through libdarshan-util: one buffer per record."""
@@ -519,6 +493,46 @@ class DarshanLog:
                 if frames:
                     job.modules[name] = block.data()
         return extra
+
+
+def stream_dxt(
+    path: Path,
+    maps: list[tuple[int, int]],
+    comp: int,
+    swap: bool,
+    modules: dict[str, dict[str, Any]],
+    module: str,
+) -> Iterator[DxtRecord]:
+    """DXT file records one at a time, each handing out its segments in chunks of at
+    most `MERGE_WINDOW` (`DxtRecord.ops`), which must be consumed before the next
+    record is asked for. Memory stays bounded however many segments a record has:
+    the module's region is decompressed here as a stream (libdarshan-util would
+    return each record whole), and no libdarshan-util code runs (the importer calls
+    this outside the worker that decoded the header)."""
+    source = str(path)
+    off, length = maps[modules[module]["idx"]]
+    stream = Region(path, off, length, comp, source, module)
+    order = ">" if swap else "<"
+    head = struct.Struct(order + _DXT_HEAD.format)
+    seg = SEGMENT.newbyteorder(order)
+    # DXT_MPIIO before version 2 (Darshan < 3.2) did not record offsets; libdarshan-util
+    # reports them as -1, and so do we
+    no_offsets = module == "DXT_MPIIO" and modules[module]["version"] < 2
+    while True:
+        raw = stream.read(head.size, allow_end=True)
+        if raw is None:
+            return
+        rid, rank, _shared, host, w, r = head.unpack(raw)
+        if not (0 <= w < 1 << 40 and 0 <= r < 1 << 40):
+            raise InputError(
+                source, f"corrupt Darshan log: {module} record with {w} writes, {r} reads"
+            )
+        rec = DxtRecord(module, rid, rank, host.split(b"\0", 1)[0].decode("utf-8", "replace"), w, r)
+        rec._source = dxt_segments(stream, seg, w, r, no_offsets)
+        yield rec
+        for _op, windows in rec._source:  # drain what the caller did not read
+            for _ in windows:
+                pass
 
 
 _C_TYPES = {"int64_t": "i8", "uint64_t": "u8", "uint32_t": "u4", "int32_t": "i4",

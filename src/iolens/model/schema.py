@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 #: Bumped whenever a table or column changes; the store migrates older files.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 TS = pa.timestamp("us")
 
@@ -455,6 +455,22 @@ USERS = pa.schema(
     ]
 )
 
+# --- Per-job analysis errors (schema version 7, issue 19) ------------------------------
+
+# An analysis that raised on one job: which (`report`, `diagnosis`, or a rule's code), the
+# error, and the job's data stamp then (`store.queries.data_stamps`). Reads show it and do
+# not retry the job until its data changes or someone re-runs `iolens analyze`.
+ANALYSIS_ERRORS = pa.schema(
+    [
+        pa.field("job_id", pa.string(), nullable=False),
+        pa.field("analysis", pa.string(), nullable=False),
+        pa.field("error", pa.string(), nullable=False),
+        pa.field("iolens_version", pa.string()),
+        pa.field("failed_at", TS),
+        pa.field("data_stamp", pa.string()),
+    ]
+)
+
 #: Every table of the store, by name.
 TABLES: dict[str, pa.Schema] = {
     "components": COMPONENTS,
@@ -479,4 +495,5 @@ TABLES: dict[str, pa.Schema] = {
     "io500_runs": IO500_RUNS,
     "io500_phases": IO500_PHASES,
     "users": USERS,
+    "analysis_errors": ANALYSIS_ERRORS,
 }

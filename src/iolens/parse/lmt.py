@@ -9,6 +9,7 @@ counter reset (LMT restart or OSS reboot, as in `lmtdb-reset.sqlite3`), never a 
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -106,59 +107,141 @@ class LmtOstRate:
 
 
 def read_lmt(path: str | Path) -> LmtData:
-    """Read an LMT SQLite file (opened read-only). A missing table or column raises
-    InputError naming the file."""
+    """Read an LMT SQLite file (opened read-only). Whatever is wrong with it (not SQLite, a
+    missing table or column, text that is not UTF-8, a value that is not a number or a
+    time) raises InputError naming the file, and the table and row when known."""
     src = str(path)
     if not Path(path).is_file():
         raise InputError(src, "no such LMT database")
-    uri = Path(path).resolve().as_uri() + "?mode=ro"
     try:
+        uri = Path(path).resolve().as_uri() + "?mode=ro"
         con = sqlite3.connect(uri, uri=True)
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, OSError, ValueError) as exc:
         raise InputError(src, f"cannot open as SQLite: {exc}") from exc
     try:
         return _read(con, src)
     except sqlite3.Error as exc:
         raise InputError(src, f"not an LMT database: {exc}") from exc
+    except (ValueError, TypeError, UnicodeError) as exc:  # what no check above foresaw
+        raise InputError(src, f"unreadable LMT database: {type(exc).__name__}: {exc}") from exc
     finally:
         con.close()
+
+
+class _Rows:
+    """Typed values of one table's rows; a bad one is an InputError naming table and row."""
+
+    def __init__(self, src: str, table: str) -> None:
+        self.src, self.table = src, table
+
+    def _bad(self, row: int, column: str, value: object, what: str) -> InputError:
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        return InputError(self.src, f"{self.table} row {row}: {column} is {shown}, not {what}")
+
+    def int(self, row: int, column: str, value: object) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self._bad(row, column, value, "a number")
+        if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+            raise self._bad(row, column, value, "an integer")
+        return int(value)
+
+    def float(self, row: int, column: str, value: object) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self._bad(row, column, value, "a number")
+        return float(value)
+
+    def text(self, row: int, column: str, value: object) -> str:
+        if not isinstance(value, str):
+            raise self._bad(row, column, value, "a name")
+        return value
+
+    def time(self, row: int, value: object) -> datetime:
+        if isinstance(value, str):
+            try:
+                return datetime.fromisoformat(value)
+            except ValueError:
+                pass
+        raise self._bad(row, "TIMESTAMP", value, "a time")
 
 
 def _read(con: sqlite3.Connection, src: str) -> LmtData:
     q = con.execute
     fs = q("SELECT FILESYSTEM_NAME FROM FILESYSTEM_INFO LIMIT 1").fetchone()
+    if fs is not None and fs[0] is not None and not isinstance(fs[0], str):
+        raise _Rows(src, "FILESYSTEM_INFO")._bad(1, "FILESYSTEM_NAME", fs[0], "a name")
+    r = _Rows(src, "OST_DATA")
     ost = tuple(
-        LmtOstSample(_ts(t, src), name, host, int(rb or 0), int(wb or 0), cpu, kf, ku, inf, inu)
-        for t, name, host, rb, wb, cpu, kf, ku, inf, inu in q(
-            "SELECT t.TIMESTAMP, i.OST_NAME, s.HOSTNAME, d.READ_BYTES, d.WRITE_BYTES, d.PCT_CPU,"
-            " d.KBYTES_FREE, d.KBYTES_USED, d.INODES_FREE, d.INODES_USED"
+        LmtOstSample(
+            r.time(n, t),
+            r.text(n, "OST_NAME", name),
+            host if host is None else r.text(n, "HOSTNAME", host),
+            r.int(n, "READ_BYTES", rb) or 0,
+            r.int(n, "WRITE_BYTES", wb) or 0,
+            r.float(n, "PCT_CPU", cpu),
+            r.int(n, "KBYTES_FREE", kf),
+            r.int(n, "KBYTES_USED", ku),
+            r.int(n, "INODES_FREE", inf),
+            r.int(n, "INODES_USED", inu),
+        )
+        for n, t, name, host, rb, wb, cpu, kf, ku, inf, inu in q(
+            "SELECT d.rowid, t.TIMESTAMP, i.OST_NAME, s.HOSTNAME, d.READ_BYTES, d.WRITE_BYTES,"
+            " d.PCT_CPU, d.KBYTES_FREE, d.KBYTES_USED, d.INODES_FREE, d.INODES_USED"
             " FROM OST_DATA d JOIN TIMESTAMP_INFO t ON d.TS_ID = t.TS_ID"
             " JOIN OST_INFO i ON d.OST_ID = i.OST_ID LEFT JOIN OSS_INFO s ON i.OSS_ID = s.OSS_ID"
             " ORDER BY t.TIMESTAMP, i.OST_NAME"
         )
     )
+    r = _Rows(src, "OSS_DATA")
     oss = tuple(
-        LmtOssSample(_ts(t, src), host, cpu, mem)
-        for t, host, cpu, mem in q(
-            "SELECT t.TIMESTAMP, s.HOSTNAME, d.PCT_CPU, d.PCT_MEMORY FROM OSS_DATA d"
+        LmtOssSample(
+            r.time(n, t),
+            r.text(n, "HOSTNAME", host),
+            r.float(n, "PCT_CPU", cpu),
+            r.float(n, "PCT_MEMORY", mem),
+        )
+        for n, t, host, cpu, mem in q(
+            "SELECT d.rowid, t.TIMESTAMP, s.HOSTNAME, d.PCT_CPU, d.PCT_MEMORY FROM OSS_DATA d"
             " JOIN TIMESTAMP_INFO t ON d.TS_ID = t.TS_ID JOIN OSS_INFO s ON d.OSS_ID = s.OSS_ID"
             " ORDER BY t.TIMESTAMP, s.HOSTNAME"
         )
     )
+    r = _Rows(src, "MDS_DATA")
     mds = tuple(
-        LmtMdsSample(_ts(t, src), name, cpu, kf, ku, inf, inu)
-        for t, name, cpu, kf, ku, inf, inu in q(
-            "SELECT t.TIMESTAMP, m.MDS_NAME, d.PCT_CPU, d.KBYTES_FREE, d.KBYTES_USED,"
+        LmtMdsSample(
+            r.time(n, t),
+            r.text(n, "MDS_NAME", name),
+            r.float(n, "PCT_CPU", cpu),
+            r.int(n, "KBYTES_FREE", kf),
+            r.int(n, "KBYTES_USED", ku),
+            r.int(n, "INODES_FREE", inf),
+            r.int(n, "INODES_USED", inu),
+        )
+        for n, t, name, cpu, kf, ku, inf, inu in q(
+            "SELECT d.rowid, t.TIMESTAMP, m.MDS_NAME, d.PCT_CPU, d.KBYTES_FREE, d.KBYTES_USED,"
             " d.INODES_FREE, d.INODES_USED FROM MDS_DATA d"
             " JOIN TIMESTAMP_INFO t ON d.TS_ID = t.TS_ID JOIN MDS_INFO m ON d.MDS_ID = m.MDS_ID"
             " ORDER BY t.TIMESTAMP, m.MDS_NAME"
         )
     )
+    r = _Rows(src, "MDS_OPS_DATA")
     ops = tuple(
-        LmtMdsOps(_ts(t, src), name, op, units, int(n or 0), s, ss)
-        for t, name, op, units, n, s, ss in q(
-            "SELECT t.TIMESTAMP, m.MDS_NAME, o.OPERATION_NAME, o.UNITS, d.SAMPLES, d.SUM,"
-            " d.SUMSQUARES FROM MDS_OPS_DATA d JOIN TIMESTAMP_INFO t ON d.TS_ID = t.TS_ID"
+        LmtMdsOps(
+            r.time(n, t),
+            r.text(n, "MDS_NAME", name),
+            r.text(n, "OPERATION_NAME", op),
+            units if units is None else r.text(n, "UNITS", units),
+            r.int(n, "SAMPLES", k) or 0,
+            r.int(n, "SUM", sm),
+            r.int(n, "SUMSQUARES", ss),
+        )
+        for n, t, name, op, units, k, sm, ss in q(
+            "SELECT d.rowid, t.TIMESTAMP, m.MDS_NAME, o.OPERATION_NAME, o.UNITS, d.SAMPLES,"
+            " d.SUM, d.SUMSQUARES FROM MDS_OPS_DATA d JOIN TIMESTAMP_INFO t ON d.TS_ID = t.TS_ID"
             " JOIN MDS_INFO m ON d.MDS_ID = m.MDS_ID"
             " JOIN OPERATION_INFO o ON d.OPERATION_ID = o.OPERATION_ID"
             " ORDER BY t.TIMESTAMP, m.MDS_NAME, o.OPERATION_NAME"
@@ -184,10 +267,3 @@ def ost_rates(samples: Iterable[LmtOstSample]) -> list[LmtOstRate]:
         wd, w_reset, _ = counter_delta(prev.write_bytes, s.write_bytes)
         out.append(LmtOstRate(prev.time, s.time, s.ost, rd / dt, wd / dt, r_reset or w_reset))
     return out
-
-
-def _ts(value: object, src: str) -> datetime:
-    try:
-        return datetime.fromisoformat(str(value))
-    except ValueError as exc:
-        raise InputError(src, f"bad TIMESTAMP {value!r}") from exc

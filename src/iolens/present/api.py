@@ -138,6 +138,8 @@ def router(service: IngestService, readers: Readers | None = None) -> APIRouter:
                 return _json(views.job(store, job_id, layers=layers))
             except NotFound as exc:
                 return JSONResponse({"detail": str(exc), "job_id": job_id}, status_code=404)
+            except views.AnalysisFailed as exc:  # the server's failure, with its reason
+                return JSONResponse({"detail": str(exc), "job_id": job_id}, status_code=500)
 
     @r.get("/series")
     def get_series(

@@ -44,9 +44,12 @@ def utcnow() -> datetime:
 
 
 def ended_unanalyzed_jobs(store: Store, now: datetime, settle_s: float = 0.0) -> list[str]:
-    """Jobs that ended by `now - settle_s` and have no summary from after that settling."""
+    """Jobs that ended by `now - settle_s` and have no summary from after that settling,
+    less those whose analysis failed on the data they still have (`analysis_errors`)."""
+    from iolens.store.queries import failing_jobs
+
     settle = timedelta(seconds=settle_s)
-    return (
+    todo = (
         store.query(
             """
             SELECT j.job_id FROM jobs j LEFT JOIN job_summaries s USING (job_id)
@@ -59,6 +62,8 @@ def ended_unanalyzed_jobs(store: Store, now: datetime, settle_s: float = 0.0) ->
         .column("job_id")
         .to_pylist()
     )
+    failing = failing_jobs(store, todo)  # recorded, and no new data since: not every minute
+    return [j for j in todo if j not in failing]
 
 
 def analyze_since(store: Store, since: datetime, now: datetime | None = None) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from iolens.errors import IolensError
 from iolens.parse._common import is_digits
 from iolens.store.base import Store
 
@@ -41,6 +42,15 @@ _LAYER_ORDER = ("compute", "forwarder", "ost", "mds")
 ACCESS_PATTERN_ROWS = 200
 
 
+class AnalysisFailed(IolensError):
+    """The per-job report could not be built from the job's data (`analysis_errors` keeps
+    what the analyses said about it)."""
+
+    def __init__(self, job_id: str, error: str) -> None:
+        self.job_id = job_id
+        super().__init__(f"job {job_id}: analysis failed: report: {error}")
+
+
 def job_row(row: dict[str, Any]) -> dict[str, Any]:
     """One `iolens jobs --json` entry from a `queries.jobs` row (nodes become a count)."""
     return {"nodes": len(row.get("nodes") or []), **{k: row.get(k) for k in _JOB_KEYS}}
@@ -65,8 +75,14 @@ def job(
     from iolens.analyze import report
     from iolens.analyze.jobs.access_pattern import survey
     from iolens.analyze.jobs.crosslayer import layer_series
+    from iolens.store import queries
 
-    rep = (built or report.build(store, job_id)).to_dict()
+    try:
+        rep = (built or report.build(store, job_id)).to_dict()
+    except IolensError:
+        raise
+    except Exception as exc:  # the job's data breaks the report itself: say so, not a 500
+        raise AnalysisFailed(job_id, f"{type(exc).__name__}: {exc}") from exc
     # Server layers come from a GROUP BY in no particular order: fix it, so the same job
     # prints the same JSON every time (and the same from --db and --server).
     order = {name: i for i, name in enumerate(_LAYER_ORDER)}
@@ -79,6 +95,10 @@ def job(
     rep["access_pattern_counts"] = {"streams": found.n_streams, "files": found.n_files}
     if layers:
         rep["layer_series"] = layer_series(store, job_id)
+    rep["analysis_errors"] = [
+        {**e, "message": f"analysis failed: {e['analysis']}: {e['error']}"}
+        for e in queries.analysis_errors(store, job_id)
+    ]
     return rep
 
 

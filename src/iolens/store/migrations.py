@@ -132,6 +132,15 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE users ADD COLUMN generation INTEGER;
         """,
     ),
+    (
+        # issue 19, per-job analysis errors: recorded on the job, not retried on every read
+        8,
+        """
+        CREATE TABLE analysis_errors (
+            job_id VARCHAR NOT NULL, analysis VARCHAR NOT NULL, error VARCHAR NOT NULL,
+            iolens_version VARCHAR, failed_at TIMESTAMP, data_stamp VARCHAR);
+        """,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

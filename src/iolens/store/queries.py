@@ -48,7 +48,63 @@ def unanalyzed_jobs(store: Store) -> list[str]:
         "SELECT job_id FROM jobs WHERE job_id NOT IN (SELECT job_id FROM job_summaries) "
         "ORDER BY job_id"
     )
-    return store.query(sql).column("job_id").to_pylist()
+    todo = store.query(sql).column("job_id").to_pylist()
+    failing = failing_jobs(store, todo)
+    return [j for j in todo if j not in failing]
+
+
+def data_stamps(store: Store, job_ids: list[str]) -> dict[str, str]:
+    """What a job's analysis was computed from, in brief: its scheduler record (state,
+    times, size) and how many client, server and Darshan rows it has. A new batch for the
+    job changes it; nothing else does."""
+    if not job_ids:
+        return {}
+    store.register("_iolens_stamped", pa.table({"job_id": pa.array(job_ids, pa.string())}))
+    try:
+        rows = store.query(
+            """
+            WITH k AS (SELECT DISTINCT job_id FROM _iolens_stamped),
+            c AS (SELECT job_id, count(*) AS n FROM client_io SEMI JOIN k USING (job_id)
+                  GROUP BY job_id),
+            s AS (SELECT job_id, count(*) AS n FROM server_samples SEMI JOIN k USING (job_id)
+                  GROUP BY job_id),
+            d AS (SELECT job_id, count(*) AS n FROM darshan_logs SEMI JOIN k USING (job_id)
+                  GROUP BY job_id)
+            SELECT k.job_id, j.state, j."start", j."end", j.nprocs, len(j.nodes) AS nodes,
+                   c.n AS client, s.n AS server, d.n AS darshan
+            FROM k LEFT JOIN jobs j USING (job_id) LEFT JOIN c USING (job_id)
+                   LEFT JOIN s USING (job_id) LEFT JOIN d USING (job_id)
+            """
+        ).to_pylist()
+    finally:
+        store.unregister("_iolens_stamped")
+    return {r.pop("job_id"): json.dumps(r, default=str, sort_keys=True) for r in rows}
+
+
+def failing_jobs(store: Store, job_ids: list[str]) -> set[str]:
+    """Of `job_ids`, those whose analysis failed on the data they have now: reads leave
+    them alone (the failure is shown) until a batch for them lands."""
+    if not job_ids:
+        return set()
+    failed = store.query(
+        "SELECT job_id, any_value(data_stamp) AS stamp FROM analysis_errors "
+        "WHERE analysis IN ('report', 'diagnosis') AND job_id IN (SELECT unnest(?)) "
+        "GROUP BY job_id",
+        [job_ids],
+    ).to_pylist()
+    if not failed:
+        return set()
+    now = data_stamps(store, [r["job_id"] for r in failed])
+    return {r["job_id"] for r in failed if now.get(r["job_id"]) == r["stamp"]}
+
+
+def analysis_errors(store: Store, job_id: str) -> list[dict[str, Any]]:
+    """The analyses that failed on this job at its last analysis (`views.job` shows them)."""
+    return store.query(
+        "SELECT analysis, error, iolens_version, failed_at FROM analysis_errors "
+        "WHERE job_id = ? ORDER BY analysis",
+        [job_id],
+    ).to_pylist()
 
 
 def counted_layer_ctes(jobs: str) -> str:

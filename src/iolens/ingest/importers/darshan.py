@@ -19,13 +19,14 @@ job's I/O without deploying anything. Each log is stored three ways:
 HEATMAP bins become `metrics` rows (kind `compute`, component `darshan:JOB`, one series
 per module and direction, in bytes/s); AutoPerf (APMPI/APXC) records are kept as modules.
 
-Every log is keyed by a hash of its content: re-importing skips it. Small logs are written
-in groups, one transaction each (per-statement costs dominate a small log); a log whose
-DXT runs past `DXT_CHUNK` client rows gets a transaction of its own and streams them in
-chunks, so memory stays bounded. A log that fails to parse leaves nothing behind. A log
-without module data (Darshan was disabled, or the process did no I/O) is an error rather
-than a job with no I/O: there is nothing to diagnose, and it usually means
-instrumentation failed.
+libdarshan-util reads each log in a worker process (`darshan_decode`), so a log that
+crashes it fails alone. Every log is keyed by a hash of its content: re-importing skips
+it. Small logs are written in groups, one transaction each (per-statement costs dominate
+a small log); a log whose DXT runs past `DXT_CHUNK` client rows gets a transaction of
+its own and streams them in chunks, so memory stays bounded. A log that fails to parse
+leaves nothing behind. A log without module data (Darshan was disabled, or the process
+did no I/O) is an error rather than a job with no I/O: there is nothing to diagnose, and
+it usually means instrumentation failed.
 
 This module runs the batch; the steps sit beside it: `darshan_context` (what they share),
 `darshan_dxt` and `darshan_counters` (client_io), `darshan_tables` (the other tables),
@@ -44,7 +45,7 @@ from typing import Any
 import pyarrow as pa
 
 from iolens.errors import InputError, IolensError, reading
-from iolens.ingest.darshan_reader import DarshanLog
+from iolens.ingest.darshan_decode import DecoderPool
 from iolens.ingest.importers.darshan_context import SOURCE, ImportResult, LogContext
 from iolens.ingest.importers.darshan_counters import counter_io
 from iolens.ingest.importers.darshan_dxt import ClientRows, read_dxt
@@ -110,29 +111,71 @@ def import_logs(
     """
     writer = GroupWriter(store)
     results: list[ImportResult] = []
-    for path in log_files(paths):
-        t0 = time.perf_counter()
-        res = ImportResult(path, "failed")
-        try:
-            res.log_key = content_key(path)
-            if res.log_key in writer.seen or _known(store, res.log_key):
-                res.status = "skipped"
-            else:
-                writer.add(_read(path, res, writer, dxt, analyze), res)
-        except InputError as exc:
-            writer.abort()
-            res.error = str(exc)
-        except IolensError:
-            raise  # the store, not this log
-        except Exception as exc:  # a log libdarshan-util reads but makes no sense of
-            writer.abort()
-            res.error = f"{path}: could not be imported ({type(exc).__name__}: {exc})"
-        res.seconds = time.perf_counter() - t0
-        results.append(res)
-        if on_log is not None:
-            on_log(res)
+    files = log_files(paths)
+    keys: dict[Path, str] = {}  # content keys computed ahead
+    with DecoderPool() as pool:
+        for i, path in enumerate(files):
+            nxt = files[i + 1] if i + 1 < len(files) else None
+
+            def ahead(key: str, nxt: Path | None = nxt) -> None:
+                _prefetch(store, pool, writer, key, nxt, dxt, keys)
+
+            results.append(_import_one(store, pool, writer, path, dxt, analyze, keys, ahead))
+            if on_log is not None:
+                on_log(results[-1])
     writer.flush()
     return results
+
+
+def _prefetch(
+    store: Store,
+    pool: DecoderPool,
+    writer: GroupWriter,
+    key: str,
+    nxt: Path | None,
+    dxt: bool,
+    keys: dict[Path, str],
+) -> None:
+    """Hand the next log to the decoding worker while this one is stored, unless it will
+    be skipped (already loaded, or the same content as this one)."""
+    if nxt is None:
+        return
+    try:
+        keys[nxt] = content_key(nxt)
+    except InputError:
+        return  # it fails in its turn
+    if keys[nxt] != key and keys[nxt] not in writer.seen and not _known(store, keys[nxt]):
+        pool.prefetch(nxt, dxt)
+
+
+def _import_one(
+    store: Store,
+    pool: DecoderPool,
+    writer: GroupWriter,
+    path: Path,
+    dxt: bool,
+    analyze: Analyzer | None,
+    keys: dict[Path, str],
+    ahead: Callable[[str], None],
+) -> ImportResult:
+    t0 = time.perf_counter()
+    res = ImportResult(path, "failed")
+    try:
+        res.log_key = keys.pop(path, None) or content_key(path)
+        if res.log_key in writer.seen or _known(store, res.log_key):
+            res.status = "skipped"
+        else:
+            writer.add(_read(pool, path, res, writer, dxt, analyze, ahead), res)
+    except InputError as exc:
+        writer.abort()
+        res.error = str(exc)
+    except IolensError:
+        raise  # the store, not this log
+    except Exception as exc:  # a log libdarshan-util reads but makes no sense of
+        writer.abort()
+        res.error = f"{path}: could not be imported ({type(exc).__name__}: {exc})"
+    res.seconds = time.perf_counter() - t0
+    return res
 
 
 def _known(store: Store, key: str) -> bool:
@@ -140,22 +183,33 @@ def _known(store: Store, key: str) -> bool:
 
 
 def _read(
-    path: Path, res: ImportResult, writer: GroupWriter, with_dxt: bool, analyze: Analyzer | None
+    pool: DecoderPool,
+    path: Path,
+    res: ImportResult,
+    writer: GroupWriter,
+    with_dxt: bool,
+    analyze: Analyzer | None,
+    ahead: Callable[[str], None],
 ) -> ParsedLog:
-    with DarshanLog(path) as log:
-        job = log.header_job()
-        res.job_id = job.job_id
-        if not log.modules:
-            raise InputError(
-                str(path),
-                "empty Darshan log: no module data (Darshan recorded no I/O; instrumentation "
-                "was disabled or failed)",
-            )
-        extra = log.read_static(job, frames=analyze is not None)
-        res.partial = job.partial_modules
-        ctx = LogContext(job, extra, _pid_of(path, job))
-        client = ClientRows(writer.spill, res)
-        read_dxt(log, ctx, with_dxt, client, res)
+    try:
+        log = pool.decode(path, with_dxt)  # libdarshan-util runs in the pool's worker
+    finally:
+        ahead(res.log_key or "")  # the next log decodes while this one is stored
+    job = log.job
+    res.job_id = job.job_id
+    if not log.modules:
+        raise InputError(
+            str(path),
+            "empty Darshan log: no module data (Darshan recorded no I/O; instrumentation "
+            "was disabled or failed)",
+        )
+    extra = log.extra
+    if analyze is not None:
+        job.modules.update({name: block.data() for name, block in extra["blocks"].items()})
+    res.partial = job.partial_modules
+    ctx = LogContext(job, extra, _pid_of(path, job))
+    client = ClientRows(writer.spill, res)
+    read_dxt(log, ctx, with_dxt, client, res)
     counter = counter_io(ctx)
     if counter is not None:
         client.add(counter)

@@ -202,6 +202,8 @@ def _rows(ctx: LogContext, layer: str, s: dict[str, np.ndarray]) -> pa.Table:
     nrows = len(idx)
     fids = {int(r): ctx.fid(int(r)) for r in np.unique(s["id"])}
     hosts = {int(r): ctx.hosts.get(int(r), "") for r in np.unique(ranks)}
+    with np.errstate(invalid="ignore", over="ignore"):  # a damaged log's NaN/inf times
+        busy = np.nan_to_num(np.clip(s["dur"][idx] * frac, 0, 1e9), posinf=1e9)
     return pa.table(
         {
             "job_id": pa.array([ctx.job.job_id] * nrows, pa.string()),
@@ -217,7 +219,7 @@ def _rows(ctx: LogContext, layer: str, s: dict[str, np.ndarray]) -> pa.Table:
             "count": count.astype(np.int64),
             "t_start": ctx.ts(s["t0"][idx]),
             "t_end": ctx.ts(np.maximum(s["t1"][idx], s["t0"][idx])),
-            "dur_ns": np.rint(np.clip(s["dur"][idx] * frac, 0, None) * 1e9).astype(np.int64),
+            "dur_ns": np.rint(busy * 1e9).astype(np.int64),
         },
         schema=CLIENT_IO,
     )

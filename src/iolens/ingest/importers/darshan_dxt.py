@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from iolens.ingest.darshan_decode import Decoded
 from iolens.ingest.darshan_merge import dxt_frame, merged_dxt
-from iolens.ingest.darshan_reader import DarshanLog
 from iolens.ingest.darshan_records import DXT_MODULES
 from iolens.ingest.importers.darshan_context import ImportResult, LogContext
 from iolens.ingest.importers.darshan_counters import LAYERS
@@ -45,7 +45,7 @@ class ClientRows:
 
 
 def read_dxt(
-    log: DarshanLog, ctx: LogContext, with_dxt: bool, rows: ClientRows, res: ImportResult
+    log: Decoded, ctx: LogContext, with_dxt: bool, rows: ClientRows, res: ImportResult
 ) -> None:
     """Read DXT one file record at a time, merge, and hand the client rows to `rows`."""
     pending: list[dict[str, Any]] = []

@@ -42,6 +42,7 @@ def import_darshan(
     as_json: JsonOption = False,
 ) -> None:
     """Import Darshan logs: jobs, files, counters, DXT and findings (re-imports are skipped)."""
+    _start_decoder()
     from iolens.ingest.importers.darshan import import_logs, log_files, summarize
     from iolens.ingest.importers.darshan_context import ImportResult
 
@@ -69,6 +70,18 @@ def import_darshan(
         _print(summary, listed=live)
     if summary["failed"] == summary["logs"]:
         raise typer.Exit(2)
+
+
+def _start_decoder() -> None:
+    """Start the process the Darshan decoding workers fork from now, so its imports (numpy,
+    pandas, PyDarshan: about a second) run while this process loads its own and opens the
+    store (`iolens.ingest.darshan_decode`; the module list is its `PRELOAD`)."""
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["iolens.ingest.darshan_decode", "darshan.backend.cffi_backend"])
+    forkserver.ensure_running()
 
 
 def _print(s: dict[str, Any], listed: bool) -> None:

@@ -170,6 +170,8 @@ def job_report(rep: dict[str, Any]) -> Group:
     parts: list[Any] = [head, layers, files]
     for g in rep.get("gaps") or []:
         parts.append(Text(f"Not known: {g['missing']}. To fix: {g['remedy']}.", style="yellow"))
+    for e in rep.get("analysis_errors") or []:
+        parts.append(Text(f"{e['message']} (iolens {e['iolens_version']})", style="red"))
     if rep["findings"]:
         for f in rep["findings"]:
             style = SEVERITY_STYLE.get(f["severity"], "")

@@ -23,7 +23,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from iolens.errors import StoreError
 from iolens.ingest.http import IngestService
 from iolens.ingest.http import router as ingest_router
-from iolens.present import api
+from iolens.present import api, views
 from iolens.present.web import pages, rest, run, scope, site_metrics
 from iolens.present.web.accounts import Accounts
 from iolens.present.web.auth import (
@@ -281,6 +281,12 @@ def create_app(
             title="Not found",
             error=f"No job {exc.job_id} among the jobs you can see.",
         )
+
+    @app.exception_handler(views.AnalysisFailed)
+    async def analysis_failed(request: Request, exc: views.AnalysisFailed) -> Response:
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"detail": str(exc), "job_id": exc.job_id}, status_code=500)
+        return web.page(request, "error.html", status=500, title="Analysis failed", error=str(exc))
 
     @app.exception_handler(LoginRedirect)
     async def token_login(request: Request, exc: LoginRedirect) -> Response:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from iolens.errors import IolensError
 from iolens.present.web import svg
 from iolens.present.web.charts import MiB, downsample, epoch, naive_t
 from iolens.present.web.episode_views import episodes_during
@@ -35,7 +36,12 @@ def job_page(store: Store, job_id: str) -> dict[str, Any]:
     from iolens.present import html_report, views
     from iolens.store.darshan import load_jobs
 
-    full = report.build(store, job_id, with_series=True)  # the series are for the plots
+    try:
+        full = report.build(store, job_id, with_series=True)  # the series are for the plots
+    except IolensError:
+        raise
+    except Exception as exc:  # the job's data breaks the report: an error page that says so
+        raise views.AnalysisFailed(job_id, f"{type(exc).__name__}: {exc}") from exc
     job = views.job(store, job_id, built=full)  # the object `iolens job ID --json` prints
     bands = [[epoch(p["start"]), epoch(p["end"]), bool(p.get("anomalous"))] for p in job["phases"]]
     timeline = None
