@@ -1,7 +1,6 @@
 """LMT SQLite databases, fuzzed two ways: hostile values written into a copy of a real
 database (text where LMT has numbers, bad UTF-8, huge integers, odd timestamps), and raw
-byte damage to the file. `read_lmt` is being fixed in parallel (issue 19): the cases it
-still fails are marked xfail until that fix is merged."""
+byte damage to the file. The `@example`s are the failures of issue 19."""
 
 from __future__ import annotations
 
@@ -22,11 +21,6 @@ from tests.fuzz.seeds import SHARED_DATA
 
 REAL = SHARED_DATA / "pytokio-lmt-and-lustre-cli" / "lmtdb-reset.sqlite3"
 pytestmark = pytest.mark.skipif(not REAL.is_file(), reason=f"shared data not available: {REAL}")
-XFAIL = pytest.mark.xfail(
-    strict=False,
-    reason="read_lmt ValueError/UnicodeDecodeError: parse/lmt.py is fixed by the "
-    "read_lmt engineer of issue 19; re-run after merging",
-)
 _DIR = scratch("lmt")
 
 #: (table, column) pairs read_lmt reads.
@@ -67,7 +61,6 @@ def _copy() -> Path:
     return Path(name)
 
 
-@XFAIL
 @given(st.lists(st.tuples(st.sampled_from(COLUMNS), VALUES, st.booleans()), max_size=3))
 @example([(("OST_DATA", "READ_BYTES"), "abc", True)])  # issue 19: int('abc') ValueError
 @example([(("OST_INFO", "OST_NAME"), SQL_TEXT_BAD_UTF8, True)])  # issue 19: UnicodeDecodeError
@@ -90,7 +83,6 @@ def test_hostile_values(changes: list) -> None:
         ost_rates(data.ost)
 
 
-@XFAIL
 @given(
     st.lists(
         st.tuples(
