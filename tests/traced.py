@@ -12,6 +12,17 @@ import pytest
 from iolens.errors import IolensError
 from iolens.tracefile import library_path
 
+# A program the tracer cannot finish: its 1 MiB record budget spills to the `.partial`
+# file (random offsets), then SIGKILL, before the end of the trace is written.
+KILLED = """
+import os, random, signal, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR, 0o600)
+r = random.Random(0)
+for i in range(40000):  # random offsets: the 1 MiB budget spills to the .partial file
+    os.pwrite(fd, b"x", r.randrange(1 << 20))
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
 
 def tracer_library() -> Path:
     """The built libiolens.so, or skip the test (no C compiler at install time)."""

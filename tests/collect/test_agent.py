@@ -227,15 +227,7 @@ def test_an_entry_born_before_the_previous_round_waits_for_a_second_reading():
 @pytest.fixture
 def full_disk(tmp_path):
     """A 2 MiB tmpfs (root only) filled to the last byte."""
-    import subprocess
-
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)], capture_output=True
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs: {mounted.stderr.decode().strip()}")
+    from tests.tmpfs import small_tmpfs
 
     def fill() -> None:
         with open(disk / "filler", "ab", buffering=0) as fh:
@@ -246,10 +238,8 @@ def full_disk(tmp_path):
                 except OSError:
                     continue
 
-    try:
+    with small_tmpfs(tmp_path / "disk", "2m") as disk:
         yield disk, fill
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def test_an_agent_on_a_full_spool_disk_survives_and_drains_its_spool(tmp_path, full_disk):

@@ -32,7 +32,7 @@ from iolens.ship.spool import DiskSpool
 from iolens.ship.transport import InMemoryTransport
 from iolens.store import DuckDBStore
 from iolens.tracefile import SUFFIX
-from tests.traced import tracer_library
+from tests.traced import KILLED, tracer_library
 
 HOST = os.uname().nodename
 WRITE = "import sys\nwith open(sys.argv[1], 'wb') as f: f.write(b'x' * 1000)\n"
@@ -205,16 +205,6 @@ def test_non_utf8_names_ship_like_any_other(tmp_path):
         for i in range(3):
             assert job_of_file(store, f"later-{i}.dat") == {"9"}
     assert os.listdir(spool) == []
-
-
-KILLED = """
-import os, random, signal, sys
-fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR, 0o600)
-r = random.Random(0)
-for i in range(40000):  # random offsets: the 1 MiB budget spills to the .partial file
-    os.pwrite(fd, b"x", r.randrange(1 << 20))
-os.kill(os.getpid(), signal.SIGKILL)
-"""
 
 
 def test_partial_files_of_gone_processes_are_removed_and_logged(tmp_path, caplog):

@@ -188,23 +188,10 @@ def _random_batch(i: int, rows: int = 5000) -> Batch:
 @pytest.fixture
 def small_disk(tmp_path):
     """A 24 MiB tmpfs (root only): a disk that fills, and `grow()` gives space back."""
-    import subprocess
+    from tests.tmpfs import resize, small_tmpfs
 
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(disk)], capture_output=True
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs: {mounted.stderr.decode().strip()}")
-
-    def grow() -> None:
-        subprocess.run(["mount", "-o", "remount,size=512m", str(disk)], check=True)
-
-    try:
-        yield disk, grow
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
+    with small_tmpfs(tmp_path / "disk", "24m") as disk:
+        yield disk, lambda: resize(disk, "512m")
 
 
 def test_the_server_recovers_once_the_full_disk_has_space_again(tmp_path, small_disk):

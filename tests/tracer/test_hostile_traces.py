@@ -23,19 +23,12 @@ from iolens.errors import InputError
 from iolens.store import DuckDBStore
 from iolens.tracefile import SUFFIX, batch_of, decode
 from iolens.tracefile import format as fmt
+from tests.traced import KILLED
 from tests.tracer.conftest import needs_cc
 
 pytestmark = needs_cc
 
 WRITE = "import sys\nwith open(sys.argv[1], 'wb') as f: f.write(b'x' * 1000)\n"
-KILLED = """
-import os, random, signal, sys
-fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR, 0o600)
-r = random.Random(0)
-for i in range(40000):  # random offsets: the 1 MiB budget spills to the .partial file
-    os.pwrite(fd, b"x", r.randrange(1 << 20))
-os.kill(os.getpid(), signal.SIGKILL)
-"""
 
 
 def env_for(lib: Path, **more: str) -> dict[str, str]:
