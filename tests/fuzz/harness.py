@@ -38,7 +38,7 @@ SCALE = int(os.environ.get("IOLENS_FUZZ_SCALE", SCALES[PROFILE]))
 
 #: Time one input may take. Generous against a shared, loaded CI machine; the host-list
 #: regression (>10 s before its cap) is far beyond it.
-DEADLINE = timedelta(milliseconds=int(os.environ.get("IOLENS_FUZZ_DEADLINE_MS", "1000")))
+DEADLINE = timedelta(milliseconds=int(os.environ.get("IOLENS_FUZZ_DEADLINE_MS", "3000")))
 
 _SLOW = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 settings.register_profile(

@@ -52,6 +52,10 @@ PLUS5 = timezone(timedelta(hours=5))
     UTC,
 )
 @example(Edit(0, f"{RUN}/ior-easy-write.txt", b"clients = 9 (0 per node)"), UTC)
+@example(  # `\d+\.?\d*` backtracked quadratically: 9 s on 5,000 digits (long fuzz run)
+    Edit(0, f"{RUN}/result_summary.txt", b"[RESULT] md 1 kIOPS : time " + b"1" * 5000 + b"\0"),
+    UTC,
+)
 @example(  # year 1 moved before year 1 by the zone: OverflowError
     Edit(0, f"{RUN}/result.txt", b"; START 0001-01-01 00:00:00\n[ior-easy-write]\nscore = 1\n"),
     PLUS5,

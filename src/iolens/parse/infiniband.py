@@ -37,6 +37,10 @@ _U32_MAX = 2**32 - 1
 _NO_VALUE = ("N/A",)  # e.g. "N/A (no PMA)" on ports without a performance-management agent
 
 
+#: Above any InfiniBand link (XDR 4x is 800 Gb/s): a rate past it is damage, not a port.
+MAX_RATE_GBPS = 10_000.0
+
+
 def saturated(value: int) -> bool:
     """True for a 32-bit counter stuck at its maximum (legacy non-extended counters)."""
     return value == _U32_MAX
@@ -77,6 +81,8 @@ def parse_sysfs_port(
         if not m:
             raise InputError(f"{source}/rate", f"unrecognised rate {shown(rate)}", 1)
         rate_gbps = float(m[1])
+        if rate_gbps > MAX_RATE_GBPS:  # also inf, from hundreds of digits
+            raise InputError(f"{source}/rate", f"implausible link rate {shown(rate)}", 1)
     return SysfsPort(
         device=device,
         port=port,

@@ -56,7 +56,7 @@ SUMMARY = "result_summary.txt"
 RESULT_INI = "result.txt"
 LEGACY_GLOB = "io-500-summary*.txt"
 
-_NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|-?inf)"
+_NUM = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|-?inf)"  # no `\d+\.?\d*`: quadratic
 # `[RESULT]       ior-easy-write      352.803032 GiB/s : time 386.698 seconds [INVALID]`
 # `[RESULT-invalid]    mdtest-easy-write   0.011581 kIOPS : time 300.392 seconds` (ISC20)
 # `[RESULT] BW   phase 1            ior_easy_write               40.915 GB/s : time 586.58 seconds`
