@@ -94,6 +94,7 @@ def test_hostile_values(changes: list) -> None:
     st.one_of(st.none(), st.integers(0, REAL.stat().st_size if REAL.is_file() else 0)),
 )
 @example([(2311, b"\x80")], None)  # issue 19: UnicodeDecodeError (a byte of the schema's SQL)
+@example([(3057, b"\0" * 9 + b"\x80\x82")], None)  # long run: SQLite's two-line error
 @fuzz(60)
 def test_damaged_file(patches: list, cut: int | None) -> None:
     path = _copy()

@@ -121,7 +121,7 @@ def read_lmt(path: str | Path) -> LmtData:
     try:
         return _read(con, src)
     except sqlite3.Error as exc:
-        raise InputError(src, f"not an LMT database: {exc}") from exc
+        raise InputError(src, f"not an LMT database: {' '.join(str(exc).split())}") from exc
     except (ValueError, TypeError, UnicodeError) as exc:  # what no check above foresaw
         raise InputError(src, f"unreadable LMT database: {type(exc).__name__}: {exc}") from exc
     finally:

@@ -125,8 +125,13 @@ def decode(
         tables = [(str(n), int(size)) for n, size in header["tables"]]
         if not isinstance(header.get("key"), str | None):
             raise TypeError("key is not a string")
+        # JSON's \udcXX escapes give lone surrogates, which no store or Arrow string takes
+        json.dumps(header, ensure_ascii=False).encode()
     # OverflowError: int(Infinity); RecursionError: JSON nested past Python's stack
-    except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
+    except (
+        ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError,
+        UnicodeError,
+    ) as exc:  # fmt: skip
         raise InputError(source, f"bad batch header: {type(exc).__name__}: {exc}") from None
     batch = Batch(
         source=str(header.get("source") or source),
@@ -216,7 +221,7 @@ def _light_table(name: str, chunk: bytes, source: str, budget: _Budget) -> Any:
         f = schema.field(col)
         try:
             arrays.append(pa.array(values, type=f.type))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as exc:
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError, UnicodeError) as exc:
             raise InputError(source, f"table {name}, column {col}: {exc}") from None
         fields.append(pa.field(col, f.type))
     if len({len(a) for a in arrays}) > 1:
@@ -237,6 +242,8 @@ def _trace_batch(chunk: bytes, source: str, budget: _Budget) -> Batch:
         name = str(head["name"] if isinstance(head, dict) else head)
         owner = head.get("owner") if isinstance(head, dict) else None
         owner = (int(owner["uid"]), str(owner["user"])) if owner else None
-    except (ValueError, KeyError, TypeError, zlib.error) as exc:
+        if owner:
+            owner[1].encode()  # a lone surrogate is no user name
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError, zlib.error) as exc:
         raise InputError(source, f"trace: not a compressed tracer file: {exc}") from None
     return batch_of(decode_bytes(data, name), owner=owner)
