@@ -22,7 +22,7 @@ from iolens.ship import wire
 from iolens.ship.transport import INGEST_PATH
 from iolens.store import DuckDBStore
 from tests.loopback import TOKEN, free_port, start_server, stop
-from tests.ship.helpers import samples_batch
+from tests.ship.helpers import null_kind_batch, samples_batch
 from tests.ship.test_wire_bombs import arrow_bomb, light_bomb
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -49,15 +49,6 @@ def test_bombs_get_413_naming_the_limit_and_cost_only_themselves(client):
     assert store.query("SELECT count(*) AS n FROM server_samples").to_pylist() == [{"n": 50}]
 
 
-def _bad(i: int) -> Batch:
-    batch = samples_batch(i)
-    t = batch.server_samples
-    batch.server_samples = t.set_column(
-        t.schema.get_field_index("kind"), "kind", pa.nulls(t.num_rows, pa.string())
-    )
-    return batch
-
-
 def test_a_null_in_a_not_null_column_fails_only_its_batch_in_a_group_commit(tmp_path):
     groups: list[int] = []
 
@@ -68,7 +59,7 @@ def test_a_null_in_a_not_null_column_fails_only_its_batch_in_a_group_commit(tmp_
     store = DuckDBStore(tmp_path / "s.duckdb")
     service = IngestService(store, loader=loader)
     items: list[tuple[Batch, Future[dict[str, int]]]] = [
-        (_bad(i) if i == 137 else samples_batch(i), Future()) for i in range(200)
+        (null_kind_batch(i) if i == 137 else samples_batch(i), Future()) for i in range(200)
     ]
     with service.lock:  # the writer waits: all 200 are queued for one group
         for item in items:

@@ -37,3 +37,13 @@ def totals(batches: list[Batch]) -> tuple[int, int]:
     rows = sum(b.server_samples.num_rows for b in batches)
     read = sum(int(pa.compute.sum(b.server_samples["read_bytes"]).as_py()) for b in batches)
     return rows, read
+
+
+def null_kind_batch(i: int) -> Batch:
+    """`samples_batch(i)` with NULL in the NOT NULL `kind` column: a batch the store refuses."""
+    batch = samples_batch(i)
+    t = batch.server_samples
+    batch.server_samples = t.set_column(
+        t.schema.get_field_index("kind"), "kind", pa.nulls(t.num_rows, pa.string())
+    )
+    return batch

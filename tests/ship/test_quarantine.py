@@ -10,26 +10,15 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
-import pyarrow as pa
 import pytest
 
-from iolens.model.batch import Batch
 from iolens.ship import wire
 from iolens.ship.shipper import Backoff, Shipper
 from iolens.ship.spool import DiskSpool
 from iolens.ship.transport import HttpTransport
 from iolens.store import DuckDBStore
 from tests.loopback import TOKEN, free_port, start_server, stop
-from tests.ship.helpers import samples_batch
-
-
-def _null_kind(i: int) -> Batch:
-    batch = samples_batch(i)
-    t = batch.server_samples
-    batch.server_samples = t.set_column(
-        t.schema.get_field_index("kind"), "kind", pa.nulls(t.num_rows, pa.string())
-    )
-    return batch
+from tests.ship.helpers import null_kind_batch, samples_batch
 
 
 def _refusals(caplog) -> list[str]:
@@ -45,7 +34,7 @@ def test_a_batch_the_real_server_refuses_is_set_aside_and_the_rest_delivered(tmp
     caplog.set_level(logging.ERROR, "iolens.ship.shipper")
     try:
         for i in range(22):
-            shipper.submit(_null_kind(i) if i == 0 else samples_batch(i))  # the bad one first
+            shipper.submit(null_kind_batch(i) if i == 0 else samples_batch(i))  # the bad one first
         shipper.deliver(now=0.0)
         shipper.deliver(now=1.0)
     finally:

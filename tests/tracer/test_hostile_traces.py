@@ -23,6 +23,7 @@ from iolens.errors import InputError
 from iolens.store import DuckDBStore
 from iolens.tracefile import SUFFIX, batch_of, decode
 from iolens.tracefile import format as fmt
+from tests.tmpfs import small_tmpfs
 from tests.traced import KILLED
 from tests.tracer.conftest import needs_cc
 
@@ -181,22 +182,11 @@ def test_a_sigkilled_process_is_reported_and_its_partial_trace_removed(tracer_li
 
 @pytest.fixture
 def full_disk(tmp_path):
-    mnt = tmp_path / "full"
-    mnt.mkdir()
-    if (
-        os.geteuid() != 0
-        or subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True
-        ).returncode
-    ):
-        pytest.skip("cannot mount a small tmpfs here")
-    try:
+    with small_tmpfs(tmp_path / "full", "64k") as mnt:
         (mnt / "sp").mkdir(mode=0o700)
         with open(mnt / "fill", "wb") as f, contextlib.suppress(OSError):
             f.write(b"\0" * (1 << 20))
         yield mnt / "sp"
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 def test_a_trace_lost_to_a_full_disk_is_said(tracer_lib, tmp_path, full_disk):

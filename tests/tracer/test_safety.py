@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from iolens.tracefile import format as fmt
+from tests.tmpfs import small_tmpfs
 from tests.tracer.conftest import expected, needs_cc, run, traced
 
 pytestmark = needs_cc
@@ -105,17 +106,7 @@ def test_unwritable_spool(spool, tracer_lib, workload, tmp_path):
 
 def test_full_disk(tracer_lib, workload, tmp_path):
     """Spool on a 64 KiB tmpfs that fills mid-run (needs root to mount; else skipped)."""
-    mnt = tmp_path / "full"
-    mnt.mkdir()
-    if (
-        os.geteuid() != 0
-        or subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True
-        ).returncode
-        != 0
-    ):
-        pytest.skip("cannot mount a small tmpfs here")
-    try:
+    with small_tmpfs(tmp_path / "full", "64k") as mnt:
         same_as_untraced(
             workload,
             "scatter",
@@ -125,8 +116,6 @@ def test_full_disk(tracer_lib, workload, tmp_path):
             env={"IOLENS_SPOOL": str(mnt), "IOLENS_BUFFER_MB": "1"},
         )
         assert not list(mnt.glob("*.partial"))  # a failed file is removed, not left half
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 def test_non_mpi_program_without_scheduler(tracer_lib, tmp_path):
