@@ -6,6 +6,7 @@ fails, so a new golden is always looked at before it counts.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable
@@ -24,3 +25,21 @@ def check_golden(
             pytest.fail(f"{expected} was missing and has been written; check it and re-run")
         return
     assert got == json.loads(expected.read_text())
+
+
+def reading_rows(readings: list[Any]) -> list[dict[str, Any]]:
+    """Agent `Reading`s as golden rows: what the source read, without how the agent rates
+    it (`sparse`, `fresh`) and without the fields a source leaves unset (`window`,
+    `parent`), so goldens written before those fields existed still compare."""
+    rows = []
+    for r in readings:
+        row = dataclasses.asdict(r)
+        for k in ("sparse", "fresh"):
+            row.pop(k)
+        for k in ("window", "parent"):
+            if row[k] is None:
+                row.pop(k)
+            elif k == "window":
+                row[k] = list(row[k])
+        rows.append(row)
+    return rows

@@ -22,7 +22,7 @@ from iolens.collect.sources import SOURCES
 from iolens.collect.sources.iofwd import IofwdSource
 from iolens.errors import InputError
 from iolens.parse.iofwd import ForwarderStats, Tally, render
-from tests.golden import check_golden
+from tests.golden import check_golden, reading_rows
 
 CASES = Path(__file__).resolve().parents[1] / "cases" / "collect" / "iofwd"
 FULL = CASES / "lwfs-full"
@@ -32,9 +32,7 @@ HOST = "testhost"
 
 
 def dump(readings: list[Reading]) -> list[dict[str, Any]]:
-    # how the agent rates a counter is not what the source read: left out of the goldens
-    flags = ("sparse", "fresh")
-    rows = [{k: v for k, v in dataclasses.asdict(r).items() if k not in flags} for r in readings]
+    rows = reading_rows(readings)
     return sorted(rows, key=lambda r: (r["kind"], r["component"], r["metric"]))
 
 

@@ -6,7 +6,6 @@ Golden cases live in tests/cases/collect/<source>/<case>/ (a mini root tree and
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from iolens.collect.sources import SOURCES
 from iolens.collect.sources.infiniband import InfinibandSource
 from iolens.collect.sources.lnet_router import LnetRouterSource
 from iolens.errors import InputError
-from tests.golden import check_golden
+from tests.golden import check_golden, reading_rows
 
 CASES = Path(__file__).resolve().parents[1] / "cases" / "collect"
 HOST = "testhost"
@@ -30,8 +29,7 @@ IB_COUNTERS = IB_CASE / "sys/class/infiniband/mlx5_0/ports/1/counters"
 
 def dump(readings: list[Reading]) -> list[dict[str, object]]:
     assert not any(r.sparse for r in readings)  # every port and router counter is reported
-    flags = ("sparse", "fresh")  # how the agent rates, not what the source read
-    rows = [{k: v for k, v in dataclasses.asdict(r).items() if k not in flags} for r in readings]
+    rows = reading_rows(readings)
     return sorted(rows, key=lambda r: (r["kind"], r["component"], r["metric"], r["job_id"] or ""))
 
 

@@ -67,7 +67,7 @@ class Agent:
         self.rates = RateKeeper()
         self.last_round: float | None = None  # gauge-only components borrow its interval
         self.health = {s.name: SourceHealth() for s in [*sources, *self.batch_sources]}
-        self.served: dict[str, str] = {}  # targets already reported: id -> kind
+        self.served: dict[str, tuple[str, str]] = {}  # targets reported: id -> (kind, host)
         self._state_error = False  # the last save failed (logged once)
         self._load_state()
 
@@ -192,7 +192,13 @@ class Agent:
         for r in readings:
             interval: float | None = None
             value = r.value
-            if r.per is not None:
+            at = now
+            if r.window is not None:
+                shipped = self._windowed(r)
+                if shipped is None:
+                    continue
+                value, interval, at = shipped
+            elif r.per is not None:
                 mean = self._interval_mean(r, now, self._born(r, prev_round))
                 if mean is None:
                     continue
@@ -204,7 +210,7 @@ class Agent:
                     continue
                 value, interval = rated
             for name, v in (
-                ("ts", ts),
+                ("ts", at),
                 ("interval_s", interval),
                 ("kind", r.kind),
                 ("component_id", r.component),
@@ -213,7 +219,7 @@ class Agent:
                 ("value", value),
             ):
                 rows[name].append(v)
-            key = (r.kind, r.component, r.job_id)
+            key = (r.kind, r.component, r.job_id, at)
             if r.metric in STANDARD and interval is not None:
                 wide.setdefault(key, {})[r.metric] = round(value * interval)
                 intervals[key] = interval
@@ -221,11 +227,17 @@ class Agent:
                 wide.setdefault(key, {})[r.metric] = value
                 if interval is not None:
                     intervals.setdefault(key, interval)
-        stamp = datetime.fromtimestamp(now, UTC).replace(tzinfo=None)
-        rows["ts"] = [stamp] * len(rows["ts"])
+        stamps: dict[float, datetime] = {}
+
+        def stamp(t: float) -> datetime:
+            if t not in stamps:
+                stamps[t] = datetime.fromtimestamp(t, UTC).replace(tzinfo=None)
+            return stamps[t]
+
+        rows["ts"] = [stamp(t) for t in rows["ts"]]
         samples = [
             {
-                "ts": stamp,
+                "ts": stamp(k[3]),
                 "interval_s": intervals.get(k, round_interval),
                 "kind": k[0],
                 "component_id": k[1],
@@ -235,28 +247,47 @@ class Agent:
             for k, vals in wide.items()
             if k in intervals or round_interval is not None
         ]
+        targets = {
+            r.component: (r.kind, r.parent or self.host)
+            for r in readings
+            if r.kind in SERVED_BY and r.job_id is None
+        }
         return Batch(
             source=f"agent:{self.host}",
             key=f"agent:{self.host}:{ts}",
             metrics=Columns("metrics", rows),
             server_samples=Columns.from_rows("server_samples", samples),
-            components=served_rows(
-                self.host,
-                self.served,
-                {r.component: r.kind for r in readings if r.kind in SERVED_BY and r.job_id is None},
-            ),
+            components=served_rows(self.served, targets),
         )
 
+    def _windowed(self, r: Reading) -> tuple[float, float, float] | None:
+        """(value, interval, end) of a reading over its own window (`Reading.window`), or
+        None if that window was shipped before (its end is kept with the counter state, so
+        a restarted agent does not ship it twice) or holds no event."""
+        start, end = r.window or (0.0, 0.0)
+        interval = end - start
+        key = (r.kind, r.component, f"{r.metric}#window", r.job_id)
+        last = self.rates.last.get(key)
+        if interval <= 0 or (last is not None and end <= last[0]):
+            return None
+        self.rates.last[key] = (end, end)
+        if r.per is not None:
+            return (r.value / r.per, interval, end) if r.per > 0 else None
+        return (r.value / interval if r.counter else r.value), interval, end
 
-def served_rows(host: str, served: dict[str, str], seen: dict[str, str]) -> Columns | None:
-    """`components` rows of the Lustre targets `host` serves (`seen`: id -> kind), when they
-    changed since the last batch (a target mounted or moved here), else None; `served`
-    (what was reported before) is updated."""
-    if all(served.get(c) == k for c, k in seen.items()):
+
+def served_rows(
+    served: dict[str, tuple[str, str]], seen: dict[str, tuple[str, str]]
+) -> Columns | None:
+    """`components` rows of the targets this agent reports (`seen`: id -> (kind, serving
+    host), the host being the agent's own unless the source names another), when they
+    changed since the last batch (a target mounted or moved), else None; `served` (what
+    was reported before) is updated."""
+    if all(served.get(c) == v for c, v in seen.items()):
         return None
     served.update(seen)
-    hosts = {SERVED_BY[k] for k in seen.values()}
-    rows = [{"component_id": host, "kind": k, "parent": None} for k in sorted(hosts)] + [
-        {"component_id": c, "kind": k, "parent": host} for c, k in sorted(seen.items())
+    hosts = sorted({(host, SERVED_BY[k]) for k, host in seen.values()})
+    rows = [{"component_id": h, "kind": k, "parent": None} for h, k in hosts] + [
+        {"component_id": c, "kind": k, "parent": host} for c, (k, host) in sorted(seen.items())
     ]
     return Columns.from_rows("components", rows)

@@ -46,6 +46,17 @@ class Reading:
     # is rated from zero over that round instead of waiting a round or being rated as a
     # "reset" over the whole time it was away, so no interval of I/O is lost or smeared.
     fresh: float | None = None
+    # For an amount the server itself measured over a known time window (MooseFS charts:
+    # one row per minute, labelled by its start): (start, end), epoch seconds. The value is
+    # that window's count (counter=True, shipped as a rate over the window), its sum of
+    # times over `per` events (shipped as the mean), or a gauge; stamped at `end`, not at
+    # the round's time, so a minute lands in its own minute. The agent ships each window
+    # once, however many rounds list it.
+    window: tuple[float, float] | None = None
+    # The component serving this target when it is not the agent's own host (a source
+    # that asks a remote server, e.g. `mfscli` asking the MooseFS master about every
+    # chunkserver): the target's `components` row names it as parent.
+    parent: str | None = None
 
 
 class Source(Protocol):

@@ -43,8 +43,15 @@ class AgentSection(Strict):
     )
 
 
-class SourceSection(Strict):
+class SourceSection(BaseModel):
+    """`enabled`, plus the settings of sources that take any (their `OPTIONS`, e.g.
+    `master` for `moosefs`): checked against the source when the agent is built."""
+
+    model_config = ConfigDict(extra="allow")
     enabled: bool = Field(True, description="Collect from this source")
+
+    def options(self) -> dict[str, object]:
+        return dict(self.model_extra or {})
 
 
 class AgentConfig(Strict):
@@ -56,6 +63,10 @@ class AgentConfig(Strict):
     def source_enabled(self, name: str) -> bool:
         section = self.sources.get(name)
         return section.enabled if section else True
+
+    def source_options(self, name: str) -> dict[str, object]:
+        section = self.sources.get(name)
+        return section.options() if section else {}
 
 
 def site_server(a: AgentSection) -> str | None:
@@ -84,8 +95,9 @@ def load_config(path: Path | None, known_sources: list[str]) -> AgentConfig:
     return cfg
 
 
-def sample_toml(known_sources: list[str]) -> str:
-    """A commented sample config with every field and its default."""
+def sample_toml(known_sources: list[str], samples: dict[str, str] | None = None) -> str:
+    """A commented sample config with every field and its default (`samples`: a source's
+    own section body, for sources that are off by default or take settings)."""
     lines = ["# iolens agent configuration (iolens agent --config FILE)", "", "[agent]"]
     for name, field in AgentSection.model_fields.items():
         default = field.get_default(call_default_factory=True)
@@ -100,5 +112,6 @@ def sample_toml(known_sources: list[str]) -> str:
         )
         lines.append(f"{'# ' if default is None else ''}{name} = {value}")
     for src in known_sources:
-        lines += ["", f"[sources.{src}]", "# Collect from this source", "enabled = true"]
+        body = (samples or {}).get(src) or "# Collect from this source\nenabled = true"
+        lines += ["", f"[sources.{src}]", *body.splitlines()]
     return "\n".join(lines) + "\n"

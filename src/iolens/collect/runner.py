@@ -17,6 +17,7 @@ from iolens.collect.config import AgentConfig, site_server
 from iolens.collect.sources import SOURCES
 from iolens.collect.sources.node import NodeSource
 from iolens.collect.sources.tracer_spool import TracerSpoolSource
+from iolens.errors import InputError
 from iolens.ship.shipper import Shipper
 from iolens.ship.spool import DiskSpool, private_dir
 from iolens.ship.transport import HttpTransport, Transport, TransportError
@@ -35,10 +36,23 @@ def build_agent(cfg: AgentConfig) -> Agent:
     a = cfg.agent
     sources = []
     for name, cls in SOURCES.items():
-        if not cfg.source_enabled(name):
+        if not cfg.source_enabled(name) or (
+            name not in cfg.sources and not getattr(cls, "DEFAULT_ENABLED", True)
+        ):
             continue
         takes_role = cls is NodeSource or getattr(cls, "takes_role", False)
-        sources.append(cls(a.host, a.role) if takes_role else cls(a.host))
+        options = cfg.source_options(name)
+        unknown = set(options) - set(getattr(cls, "OPTIONS", ()))
+        if unknown:
+            raise InputError(
+                f"[sources.{name}]",
+                f"unknown setting(s) {', '.join(sorted(unknown))}; "
+                f"known: {', '.join(getattr(cls, 'OPTIONS', ())) or 'none but enabled'}",
+            )
+        if takes_role:
+            sources.append(cls(a.host, a.role, **options))  # type: ignore[call-arg]
+        else:
+            sources.append(cls(a.host, **options))  # type: ignore[call-arg]
     batch_sources = []
     if cfg.source_enabled(TracerSpoolSource.name):
         batch_sources.append(TracerSpoolSource(a.host, a.trace_spool))

@@ -50,7 +50,7 @@ class DirectAgent:
         self.last_per = np.zeros(0)
         self.last_time = np.zeros(0)
         self.last_round: float | None = None
-        self.served: dict[str, str] = {}  # Lustre targets already reported (Agent.served)
+        self.served: dict[str, tuple[str, str]] = {}  # targets already reported (Agent.served)
         self._clear()
 
     def _clear(self) -> None:
@@ -211,7 +211,9 @@ class DirectAgent:
                     key=f"agent:{self.host}:{int(now_r * 1_000_000)}",
                     metrics=metrics.slice(m0, m_ends[r] - m0),
                     server_samples=samples.slice(s0, s_ends[r] - s0),
-                    components=served_rows(self.host, self.served, self.targets[r]),
+                    components=served_rows(
+                        self.served, {c: (k, self.host) for c, k in self.targets[r].items()}
+                    ),
                 )
             )
             m0, s0 = m_ends[r], s_ends[r]

@@ -8,6 +8,7 @@ from iolens.collect.sources.lnet_router import LnetRouterSource
 from iolens.collect.sources.lustre_client import LustreClientSource
 from iolens.collect.sources.lustre_mds import LustreMdsSource
 from iolens.collect.sources.lustre_oss import LustreOssSource
+from iolens.collect.sources.moosefs import MoosefsSource
 from iolens.collect.sources.node import NodeSource
 from iolens.collect.sources.tracer_spool import TracerSpoolSource
 
@@ -18,6 +19,7 @@ SOURCES: dict[str, type[Source]] = {
     LustreOssSource.name: LustreOssSource,
     LustreMdsSource.name: LustreMdsSource,
     LustreClientSource.name: LustreClientSource,
+    MoosefsSource.name: MoosefsSource,
     # Last: on a forwarding node that also runs `lnet_router` or `lustre_client` with role
     # `forwarder`, the daemon's own gauges (queue_len ...) are the ones `server_samples` keeps.
     IofwdSource.name: IofwdSource,
@@ -32,4 +34,9 @@ def source_names() -> list[str]:
     return [*SOURCES, *BATCH_SOURCES]
 
 
-__all__ = ["BATCH_SOURCES", "SOURCES", "source_names"]
+def source_samples() -> dict[str, str]:
+    """The sample config sections of sources that are off by default or take settings."""
+    return {n: c.SAMPLE for n, c in SOURCES.items() if getattr(c, "SAMPLE", None)}  # type: ignore[attr-defined]
+
+
+__all__ = ["BATCH_SOURCES", "SOURCES", "source_names", "source_samples"]

@@ -59,9 +59,9 @@ def agent(
 def config_sample() -> None:
     """Print a commented sample agent config."""
     from iolens.collect.config import sample_toml
-    from iolens.collect.sources import source_names
+    from iolens.collect.sources import source_names, source_samples
 
-    print(sample_toml(source_names()), end="")
+    print(sample_toml(source_names(), source_samples()), end="")
 
 
 @config_app.command("show")
