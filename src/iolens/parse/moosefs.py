@@ -49,6 +49,10 @@ MOUNT_OPS = (
     "write",
 )
 
+#: The master operations that are metadata: `read`/`write` at the master are chunk
+#: location requests of data I/O, which a Lustre MDT never sees.
+METADATA_OPS = tuple(op for op in MOUNT_OPS if op not in ("read", "write"))
+
 _MINUTE = re.compile(r"^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d)$", re.ASCII)
 _DECIMAL = re.compile(r"^\d+(\.\d+)?$", re.ASCII)
 

@@ -9,6 +9,7 @@ from iolens.collect.sources.lustre_client import LustreClientSource
 from iolens.collect.sources.lustre_mds import LustreMdsSource
 from iolens.collect.sources.lustre_oss import LustreOssSource
 from iolens.collect.sources.moosefs import MoosefsSource
+from iolens.collect.sources.moosefs_client import MoosefsClientSource
 from iolens.collect.sources.node import NodeSource
 from iolens.collect.sources.tracer_spool import TracerSpoolSource
 
@@ -20,6 +21,7 @@ SOURCES: dict[str, type[Source]] = {
     LustreMdsSource.name: LustreMdsSource,
     LustreClientSource.name: LustreClientSource,
     MoosefsSource.name: MoosefsSource,
+    MoosefsClientSource.name: MoosefsClientSource,
     # Last: on a forwarding node that also runs `lnet_router` or `lustre_client` with role
     # `forwarder`, the daemon's own gauges (queue_len ...) are the ones `server_samples` keeps.
     IofwdSource.name: IofwdSource,

@@ -16,8 +16,8 @@ What lands where (`iolens.parse.moosefs` reads the text):
 - `-SCS` -> `ost` gauges `chunks`, `space_used_bytes`, `space_total_bytes`;
 - `-SHD -m 1` (the last minute, per disk) -> `disk` `IP:PORT:PATH` gauges `read_us`,
   `write_us`, `fsync_us` (means), `read_ops`, `write_ops`, `fsync_ops`, `disk_ok`;
-- master charts, per minute -> `mdt` `mfsmaster@IP:PORT` `md_ops` (every operation the
-  master served) and `mds` (same id) `cpu_busy`: master CPU over one core, as the master
+- master charts, per minute -> `mdt` `mfsmaster@IP:PORT` `md_ops` (every metadata operation
+  the master served: not `read`/`write`, chunk locations for data I/O) and `mds` (same id) `cpu_busy`: master CPU over one core, as the master
   serves metadata on one thread;
 - `-SMO -m 1` (this hour, per session) -> `mdt_client` `<mdt>:<client IP>` `md_ops`
   (sessions from one IP summed), the per-NID export stats of a Lustre MDT.
@@ -30,7 +30,9 @@ and `<root>/mfscli/charts.txt` hold the two outputs (`capture`).
 
 from __future__ import annotations
 
+import functools
 import os
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,6 +64,18 @@ CHART_MINUTES = 5
 NS_PER_US = 1000.0
 CAPTURE_DIR = "mfscli"
 TIMEOUT_S = 20.0
+
+
+@functools.lru_cache(maxsize=64)
+def master_id(address: str) -> str:
+    """`mfsmaster@IP:PORT`, the master's MDT and MDS id, for a master named by host or
+    address (this source and `moosefs_client` must agree whatever name each was given)."""
+    host, _, port = address.rpartition(":")
+    try:
+        ip = socket.gethostbyname(host)
+    except OSError:
+        ip = host
+    return f"mfsmaster@{ip}:{port}"
 
 
 class MoosefsSource:
@@ -167,7 +181,7 @@ class MoosefsSource:
                 charts, "Chunkserver chart data", len(CS_CHARTS) * len(css), where
             )
             yield from self._cs_charts(css, rows)
-        mdt = f"mfsmaster@{self.master_host}:{self.master_port}"
+        mdt = master_id(f"{self.master_host}:{self.master_port}")
         yield from self._master_charts(
             mdt, mfs.parse_chart(servers, "Master chart data", len(MASTER_CHARTS), where)
         )
@@ -243,7 +257,7 @@ class MoosefsSource:
             if any(v[op] is None for op in mfs.MOUNT_OPS):
                 continue
             window = (row.start, row.start + 60.0)
-            ops = sum(v[op] or 0.0 for op in mfs.MOUNT_OPS)
+            ops = sum(v[op] or 0.0 for op in mfs.METADATA_OPS)
             yield Reading("mdt", mdt, "md_ops", ops, window=window, parent=mdt)
             if v["cpu"] is not None:
                 yield Reading(
@@ -254,7 +268,7 @@ class MoosefsSource:
     def _mounts(mdt: str, mounts: list[mfs.Mount]) -> Iterator[Reading]:
         by_ip: dict[str, float] = {}
         for m in mounts:
-            by_ip[m.ip] = by_ip.get(m.ip, 0.0) + float(sum(m.ops.values()))
+            by_ip[m.ip] = by_ip.get(m.ip, 0.0) + float(sum(m.ops[op] for op in mfs.METADATA_OPS))
         for ip, ops in sorted(by_ip.items()):
             # this hour's count: back to zero on the hour, which the agent rates as a reset
             yield Reading("mdt_client", f"{mdt}:{ip}", "md_ops", ops, sparse=True)
