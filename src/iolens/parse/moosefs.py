@@ -22,9 +22,12 @@ Malformed text is one `InputError` naming the input and the line.
 
 from __future__ import annotations
 
+import functools
 import re
+import socket
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 from iolens.errors import InputError
 from iolens.parse._common import U64_MAX, parse_int, shown
@@ -269,3 +272,30 @@ def _split_disk(token: str, source: str, line: int) -> tuple[str, int, str]:
 
 def _float(v: int | None) -> float | None:
     return None if v is None else float(v)
+
+
+@functools.lru_cache(maxsize=64)
+def master_id(address: str) -> str:
+    """`mfsmaster@IP:PORT`, the master's MDT and MDS id, for a master named by host or
+    address (this source and `moosefs_client` must agree whatever name each was given)."""
+    host, _, port = address.rpartition(":")
+    try:
+        ip = socket.gethostbyname(host)
+    except OSError:
+        ip = host
+    return f"mfsmaster@{ip}:{port}"
+
+
+def mfs_mounts(root: Path) -> list[tuple[str, str]]:
+    """(mount point, master `IP:PORT`) of every MooseFS mount in `<root>/proc/mounts`."""
+    try:
+        text = (root / "proc" / "mounts").read_text(errors="replace")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 3 and f[2] == "fuse" and f[0].startswith(("mfs#", "mfs\\043")):
+            master = f[0].split("#", 1)[-1].split("\\043", 1)[-1]
+            out.append((f[1].replace("\\040", " "), master_id(master)))
+    return out

@@ -97,7 +97,10 @@ def _encode_light(batch: Batch, tables: dict[str, Any]) -> bytes:
     if batch.trace is not None:
         name, data = batch.trace
         owner = batch.extra.get("trace_owner")  # the file's owner, as the agent saw it
-        head = {"name": name, "owner": owner} if owner else name
+        layouts = batch.extra.get("layouts")  # MooseFS chunkservers of its files
+        head: object = name
+        if owner or layouts:
+            head = {"name": name, "owner": owner} | ({"layouts": layouts} if layouts else {})
         parts.append(("trace", zlib.compress(json.dumps(head).encode() + b"\n" + data, 6)))
     return _frame(MAGIC_LIGHT, batch, parts)
 
@@ -244,6 +247,21 @@ def _trace_batch(chunk: bytes, source: str, budget: _Budget) -> Batch:
         owner = (int(owner["uid"]), str(owner["user"])) if owner else None
         if owner:
             owner[1].encode()  # a lone surrogate is no user name
+        layouts = _layouts(head.get("layouts") if isinstance(head, dict) else None)
     except (ValueError, KeyError, TypeError, AttributeError, OverflowError, zlib.error) as exc:
         raise InputError(source, f"trace: not a compressed tracer file: {exc}") from None
-    return batch_of(decode_bytes(data, name), owner=owner)
+    return batch_of(decode_bytes(data, name), owner=owner, layouts=layouts)
+
+
+def _layouts(raw: object) -> dict[str, list[str]] | None:
+    """The agent's `path -> [chunkserver]` map, checked: strings only (else ValueError)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and isinstance(v, list) and all(isinstance(c, str) for c in v)
+        for k, v in raw.items()
+    ):
+        raise ValueError("layouts: expected an object of path -> list of chunkserver names")
+    for k, v in raw.items():
+        (k + "".join(v)).encode()  # a lone surrogate is no path
+    return raw

@@ -18,7 +18,10 @@ from iolens.tracefile.trace import TraceFile, display
 
 
 def batch_of(
-    trace: TraceFile, job_id: str | None = None, owner: tuple[int, str] | None = None
+    trace: TraceFile,
+    job_id: str | None = None,
+    owner: tuple[int, str] | None = None,
+    layouts: dict[str, list[str]] | None = None,
 ) -> Batch:
     """The batch of one process's trace; `job_id` overrides the one the tracer saw.
 
@@ -26,7 +29,9 @@ def batch_of(
     is then the owner, never what the file claims (anyone can write any name into it),
     and the batch asks the loader to accept the file's job id only if that job is the
     owner's (`extra["trace_owner"]`, see `ingest.importers.trace.own_jobs`). A file root
-    owns is root's word: its claim stands.
+    owns is root's word: its claim stands. `layouts` (path -> the servers holding its
+    data, which the agent asked of MooseFS: `collect.file_layouts`) fills the `osts` of
+    files whose layout the tracer did not record.
     """
     job = job_id or trace.job_id
     user = trace.user or getpass.getuser()
@@ -52,7 +57,7 @@ def batch_of(
         key=f"trace:{trace.host}:{trace.pid}:{trace.start.isoformat()}",
         keep_known_jobs=True,
         jobs=pa.Table.from_pylist([row], schema=JOBS),
-        files=trace.files,
+        files=_with_layouts(trace.files, layouts) if layouts else trace.files,
         client_io=client,
     )
     if not trusted:
@@ -61,6 +66,15 @@ def batch_of(
         # a job it may use when its own is another user's, the last one unique to the file
         batch.extra["trace_jobs"] = [fallback, f"{fallback}-{trace.pid}-{trace.start:%Y%m%d%H%M%S}"]
     return batch
+
+
+def _with_layouts(files: pa.Table, layouts: dict[str, list[str]]) -> pa.Table:
+    osts = files.column("osts").to_pylist()
+    paths = files.column("path").to_pylist()
+    filled = [o if o else layouts.get(p) for o, p in zip(osts, paths, strict=True)]
+    return files.set_column(
+        files.schema.get_field_index("osts"), "osts", pa.array(filled, pa.list_(pa.string()))
+    )
 
 
 def _with_job(table: pa.Table, job: str) -> pa.Table:

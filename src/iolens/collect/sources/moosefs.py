@@ -17,8 +17,8 @@ What lands where (`iolens.parse.moosefs` reads the text):
 - `-SHD -m 1` (the last minute, per disk) -> `disk` `IP:PORT:PATH` gauges `read_us`,
   `write_us`, `fsync_us` (means), `read_ops`, `write_ops`, `fsync_ops`, `disk_ok`;
 - master charts, per minute -> `mdt` `mfsmaster@IP:PORT` `md_ops` (every metadata operation
-  the master served: not `read`/`write`, chunk locations for data I/O) and `mds` (same id) `cpu_busy`: master CPU over one core, as the master
-  serves metadata on one thread;
+  the master served: not `read`/`write`, chunk locations for data I/O) and `mds` (same
+  id) `cpu_busy`: master CPU over one core, as the master serves metadata on one thread;
 - `-SMO -m 1` (this hour, per session) -> `mdt_client` `<mdt>:<client IP>` `md_ops`
   (sessions from one IP summed), the per-NID export stats of a Lustre MDT.
 
@@ -30,9 +30,7 @@ and `<root>/mfscli/charts.txt` hold the two outputs (`capture`).
 
 from __future__ import annotations
 
-import functools
 import os
-import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,6 +40,7 @@ from iolens.collect.base import Reading
 from iolens.errors import InputError
 from iolens.parse import moosefs as mfs
 from iolens.parse._common import read_text
+from iolens.parse.moosefs import master_id
 
 #: Chunkserver chart columns, per chunkserver, in this order.
 CS_CHARTS = (
@@ -64,18 +63,6 @@ CHART_MINUTES = 5
 NS_PER_US = 1000.0
 CAPTURE_DIR = "mfscli"
 TIMEOUT_S = 20.0
-
-
-@functools.lru_cache(maxsize=64)
-def master_id(address: str) -> str:
-    """`mfsmaster@IP:PORT`, the master's MDT and MDS id, for a master named by host or
-    address (this source and `moosefs_client` must agree whatever name each was given)."""
-    host, _, port = address.rpartition(":")
-    try:
-        ip = socket.gethostbyname(host)
-    except OSError:
-        ip = host
-    return f"mfsmaster@{ip}:{port}"
 
 
 class MoosefsSource:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import ClassVar, TextIO
 
 from iolens.collect.base import Reading
-from iolens.collect.sources.moosefs import master_id
+from iolens.parse.moosefs import mfs_mounts
 
 log = logging.getLogger(__name__)
 
@@ -60,21 +60,6 @@ MASTER_OPS: dict[str, int] = {
 
 _LINE = re.compile(r" uid:(\d+) gid:\d+ pid:(\d+) cmd:([a-z_]+) ", re.ASCII)
 _PIDS_KEPT = 4096
-
-
-def mfs_mounts(root: Path) -> list[tuple[str, str]]:
-    """(mount point, master `IP:PORT`) of every MooseFS mount in `<root>/proc/mounts`."""
-    try:
-        text = (root / "proc" / "mounts").read_text(errors="replace")
-    except OSError:
-        return []
-    out = []
-    for line in text.splitlines():
-        f = line.split()
-        if len(f) >= 3 and f[2] == "fuse" and f[0].startswith(("mfs#", "mfs\\043")):
-            master = f[0].split("#", 1)[-1].split("\\043", 1)[-1]
-            out.append((f[1].replace("\\040", " "), master_id(master)))
-    return out
 
 
 class _Counts:

@@ -30,6 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
+from iolens.collect.file_layouts import MoosefsLayouts, trace_paths
 from iolens.errors import InputError
 from iolens.model.batch import Batch
 
@@ -100,6 +101,7 @@ class TracerSpoolSource:
         max_files: int = 256,
         partial_max_age_s: float = PARTIAL_MAX_AGE_S,
         max_file_bytes: int = MAX_FILE_BYTES,
+        ask_layouts: bool = True,
     ) -> None:
         self.host = host
         self.directory = directory
@@ -110,9 +112,14 @@ class TracerSpoolSource:
         self.removed_partial = 0
         self.lost = 0
         self._said: set[str] = set()
+        # MooseFS chunk placement of the traced files, asked at ship time (file_layouts.py)
+        self.ask_layouts = ask_layouts
+        self.layouts: MoosefsLayouts | None = None
 
     def batches(self, root: Path) -> Iterator[tuple[Batch, Callable[[], None]]]:
         spool = root / self.directory.relative_to(self.directory.anchor)
+        if self.ask_layouts and (self.layouts is None or self.layouts.root != root):
+            self.layouts = MoosefsLayouts(root)
         try:
             dfd = os.open(spool, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
@@ -159,6 +166,10 @@ class TracerSpoolSource:
         batch = Batch(source=f"tracer:{show(name)}", key=f"tracefile:{self.host}:{show(name)}")
         batch.trace = (name, data)
         batch.extra["trace_owner"] = {"uid": st.st_uid, "user": user_of(st.st_uid)}
+        if self.layouts is not None and self.layouts.mounts():
+            found = self.layouts.of(trace_paths(data), st.st_uid)
+            if found:
+                batch.extra["layouts"] = found
         return batch, partial(_release, spool, (st.st_dev, st.st_ino), name)
 
     def _partial(self, dfd: int, name: str) -> None:
