@@ -53,7 +53,7 @@ def test_chart_minute_maps_onto_ost_metrics() -> None:
     assert svc.value == pytest.approx((v["rtime"] + v["wtime"]) / 1000)
     # 64 KiB blocks: bytes per low-level op, as MooseFS moves them
     assert v["databytesr"] / v["datallopr"] == 65536
-    assert got["read_ops"].parent == css[0].address
+    assert got["read_ops"].parent == f"mfscs@{css[0].address}"
 
 
 def _ost_rows(batch: object) -> list[dict[str, object]]:
@@ -87,9 +87,11 @@ def test_components_name_each_chunkserver_as_its_targets_parent() -> None:
     rows = agent.collect_round().components
     assert rows is not None
     got = {(r["component_id"], r["kind"], r["parent"]) for r in rows.to_pylist()}
-    assert ("192.0.2.2:19425", "ost", "192.0.2.2:19425") in got
-    assert ("192.0.2.2:19425", "oss", None) in got
-    assert (f"mfsmaster@{MASTER}", "mdt", f"mfsmaster@{MASTER}") in got
+    assert ("192.0.2.2:19425", "ost", "mfscs@192.0.2.2:19425") in got
+    assert ("mfscs@192.0.2.2:19425", "oss", None) in got
+    assert (f"mfsmeta@{MASTER}", "mdt", f"mfsmaster@{MASTER}") in got
+    assert (f"mfsmaster@{MASTER}", "mds", None) in got
+    assert len({c for c, _, _ in got}) == len(got)  # one kind per id: the table's key
     assert not any(c == "agenthost" for c, _, _ in got)
 
 

@@ -10,7 +10,7 @@ from iolens.collect.sources.moosefs_client import MoosefsClientSource, mfs_mount
 
 CASE = Path(__file__).resolve().parents[1] / "cases" / "collect" / "moosefs_client"
 JOB_AND_PROCESS = CASE / "login-job-and-process"
-MDT = "mfsmaster@192.0.2.2:19421"
+MDT = "mfsmeta@192.0.2.2:19421"
 
 
 def test_ops_are_tagged_by_job_else_process_and_uid_as_lustre_does() -> None:
@@ -44,7 +44,7 @@ def test_only_moosefs_mounts_are_followed(tmp_path: Path) -> None:
     )
     got = mfs_mounts(tmp_path)
     assert [m for m, _ in got] == ["/a", "/b c"]
-    assert got[1][1] == "mfsmaster@192.0.2.9:19421"
+    assert got[1][1] == "mfsmeta@192.0.2.9:19421"
     assert list(MoosefsClientSource("h").collect(tmp_path)) == []  # no .oplog there: nothing
 
 

@@ -275,19 +275,35 @@ def _float(v: int | None) -> float | None:
 
 
 @functools.lru_cache(maxsize=64)
-def master_id(address: str) -> str:
-    """`mfsmaster@IP:PORT`, the master's MDT and MDS id, for a master named by host or
-    address (this source and `moosefs_client` must agree whatever name each was given)."""
+def master_address(address: str) -> str:
+    """`IP:PORT` of a master named by host or address: `moosefs` and `moosefs_client`
+    must name it alike whatever name each was given."""
     host, _, port = address.rpartition(":")
     try:
         ip = socket.gethostbyname(host)
     except OSError:
         ip = host
-    return f"mfsmaster@{ip}:{port}"
+    return f"{ip}:{port}"
+
+
+def mdt_id(address: str) -> str:
+    """The master's one metadata target (kind `mdt`): `mfsmeta@IP:PORT`."""
+    return f"mfsmeta@{master_address(address)}"
+
+
+def mds_id(address: str) -> str:
+    """The master process, serving it (kind `mds`): `mfsmaster@IP:PORT`."""
+    return f"mfsmaster@{master_address(address)}"
+
+
+def oss_id(chunkserver: str) -> str:
+    """A chunkserver process (kind `oss`); its one target (kind `ost`) is `IP:PORT`, the
+    name `mfsfileinfo` gives a chunk's copy."""
+    return f"mfscs@{chunkserver}"
 
 
 def mfs_mounts(root: Path) -> list[tuple[str, str]]:
-    """(mount point, master `IP:PORT`) of every MooseFS mount in `<root>/proc/mounts`."""
+    """(mount point, the master's MDT id) of every MooseFS mount in `<root>/proc/mounts`."""
     try:
         text = (root / "proc" / "mounts").read_text(errors="replace")
     except OSError:
@@ -297,5 +313,5 @@ def mfs_mounts(root: Path) -> list[tuple[str, str]]:
         f = line.split()
         if len(f) >= 3 and f[2] == "fuse" and f[0].startswith(("mfs#", "mfs\\043")):
             master = f[0].split("#", 1)[-1].split("\\043", 1)[-1]
-            out.append((f[1].replace("\\040", " "), master_id(master)))
+            out.append((f[1].replace("\\040", " "), mdt_id(master)))
     return out

@@ -8,7 +8,7 @@ master and, through it, every chunkserver; two calls a round (docs/sources.md, "
 
 What lands where (`iolens.parse.moosefs` reads the text):
 
-- chunkserver charts, per minute -> `ost` `IP:PORT` (its parent: `oss` `IP:PORT`):
+- chunkserver charts, per minute -> `ost` `IP:PORT` (its parent: `oss` `mfscs@IP:PORT`):
   `read_ops`/`write_ops` = low-level (64 KiB block) disk reads/writes, `read_bytes`/
   `write_bytes`, and `service_us` = (rtime + wtime) / those ops, the mean time per disk
   operation (the `[usecs]` of a Lustre OST); the chart `load` -> `oss` `queue_max`, the
@@ -16,9 +16,9 @@ What lands where (`iolens.parse.moosefs` reads the text):
 - `-SCS` -> `ost` gauges `chunks`, `space_used_bytes`, `space_total_bytes`;
 - `-SHD -m 1` (the last minute, per disk) -> `disk` `IP:PORT:PATH` gauges `read_us`,
   `write_us`, `fsync_us` (means), `read_ops`, `write_ops`, `fsync_ops`, `disk_ok`;
-- master charts, per minute -> `mdt` `mfsmaster@IP:PORT` `md_ops` (every metadata operation
-  the master served: not `read`/`write`, chunk locations for data I/O) and `mds` (same
-  id) `cpu_busy`: master CPU over one core, as the master serves metadata on one thread;
+- master charts, per minute -> `mdt` `mfsmeta@IP:PORT` `md_ops` (every metadata operation
+  the master served: not `read`/`write`, chunk locations for data I/O) and `mds` `mfsmaster@IP:PORT`
+  (its parent) `cpu_busy`: master CPU over one core, as the master serves metadata on one thread;
 - `-SMO -m 1` (this hour, per session) -> `mdt_client` `<mdt>:<client IP>` `md_ops`
   (sessions from one IP summed), the per-NID export stats of a Lustre MDT.
 
@@ -40,7 +40,7 @@ from iolens.collect.base import Reading
 from iolens.errors import InputError
 from iolens.parse import moosefs as mfs
 from iolens.parse._common import read_text
-from iolens.parse.moosefs import master_id
+from iolens.parse.moosefs import mds_id, mdt_id, oss_id
 
 #: Chunkserver chart columns, per chunkserver, in this order.
 CS_CHARTS = (
@@ -168,9 +168,10 @@ class MoosefsSource:
                 charts, "Chunkserver chart data", len(CS_CHARTS) * len(css), where
             )
             yield from self._cs_charts(css, rows)
-        mdt = master_id(f"{self.master_host}:{self.master_port}")
+        address = f"{self.master_host}:{self.master_port}"
+        mdt, mds = mdt_id(address), mds_id(address)
         yield from self._master_charts(
-            mdt, mfs.parse_chart(servers, "Master chart data", len(MASTER_CHARTS), where)
+            mdt, mds, mfs.parse_chart(servers, "Master chart data", len(MASTER_CHARTS), where)
         )
         yield from self._mounts(mdt, mfs.parse_mounts(servers, where))
 
@@ -183,7 +184,12 @@ class MoosefsSource:
                 ("space_total_bytes", cs.total_bytes),
             ):
                 yield Reading(
-                    "ost", cs.address, metric, float(value), counter=False, parent=cs.address
+                    "ost",
+                    cs.address,
+                    metric,
+                    float(value),
+                    counter=False,
+                    parent=oss_id(cs.address),
                 )
 
     @staticmethod
@@ -213,7 +219,7 @@ class MoosefsSource:
                     v[c] is None for c in ("datallopr", "datallopw", "databytesr", "databytesw")
                 ):
                     continue  # the chunkserver was not up for that minute
-                ost, oss = cs.address, cs.address
+                ost, oss = cs.address, oss_id(cs.address)
                 for metric, col in (
                     ("read_ops", "datallopr"),
                     ("write_ops", "datallopw"),
@@ -238,17 +244,17 @@ class MoosefsSource:
                     yield Reading("oss", oss, "queue_max", v["load"], counter=False, window=window)
 
     @staticmethod
-    def _master_charts(mdt: str, rows: list[mfs.ChartRow]) -> Iterator[Reading]:
+    def _master_charts(mdt: str, mds: str, rows: list[mfs.ChartRow]) -> Iterator[Reading]:
         for row in rows:
             v = dict(zip(MASTER_CHARTS, row.values, strict=True))
             if any(v[op] is None for op in mfs.MOUNT_OPS):
                 continue
             window = (row.start, row.start + 60.0)
             ops = sum(v[op] or 0.0 for op in mfs.METADATA_OPS)
-            yield Reading("mdt", mdt, "md_ops", ops, window=window, parent=mdt)
+            yield Reading("mdt", mdt, "md_ops", ops, window=window, parent=mds)
             if v["cpu"] is not None:
                 yield Reading(
-                    "mds", mdt, "cpu_busy", v["cpu"] / 100.0, counter=False, window=window
+                    "mds", mds, "cpu_busy", v["cpu"] / 100.0, counter=False, window=window
                 )
 
     @staticmethod

@@ -11,7 +11,7 @@ This source follows `.oplog` of every MooseFS mount of the node (fuse `mfs#HOST:
 /proc/mounts) and counts the operations that reach the master (`MASTER_OPS`; answers from
 the client's caches say `(using ...)` and are left out) per tag, made as Lustre makes it:
 the caller's `SLURM_JOB_ID` (its /proc/PID/environ), else `<comm>.<uid>`. They are
-`mdt` `md_ops` rows with that `job_id` on the master's MDT (`mfsmaster@IP:PORT`, the id
+`mdt` `md_ops` rows with that `job_id` on the master's MDT (`mfsmeta@IP:PORT`, the id
 `moosefs` gives it), so the metadata-storm analysis splits a MooseFS master's load the
 way it splits a Lustre MDT's. The reader is a daemon thread per mount (the stream is
 only what happens while it is open); a captured tree (root other than /) replays
