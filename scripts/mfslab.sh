@@ -92,8 +92,8 @@ pid_of() {  # $1: lock file holding the daemon's pid; prints it when that proces
   return 0
 }
 
-wait_gone() {  # the daemons' pids: wait up to 30 s for them to exit (`stop` may return early)
-  local p deadline=$((SECONDS + 30))
+wait_gone() {  # pids: wait up to WAIT_S (30) s for them to exit (`stop` may return early)
+  local p deadline=$((SECONDS + ${WAIT_S:-30}))
   for p in "$@"; do
     while kill -0 "$p" 2>/dev/null; do
       ((SECONDS < deadline)) || { log "pid $p still running after stop: SIGKILL"; kill -9 "$p"; break; }
@@ -239,8 +239,17 @@ up() {
 }
 
 down() {
-  local d mnt a dev p pids=()
-  for mnt in "$LAB"/nodes/* "$LAB/mnt"; do [[ -d $mnt ]] && unmount "$mnt"; done
+  local d mnt a dev p pids=() mp=()
+  for mnt in "$LAB"/nodes/* "$LAB/mnt"; do
+    [[ -d $mnt ]] || continue
+    # the mount's own mfsmount (its title names the mount point): it can outlive the unmount
+    mapfile -t -O "${#mp[@]}" mp < <(pgrep -x -f "mfsmount \(mounted on: $mnt\)" || true)
+    unmount "$mnt"
+  done
+  if ((${#mp[@]})); then
+    kill "${mp[@]}" 2>/dev/null || true
+    WAIT_S=10 wait_gone "${mp[@]}"
+  fi
   for d in "$LAB"/cs*; do  # stop the chunkservers in parallel, then wait for every one
     p=$(pid_of "$d/data/.mfschunkserver.lock")
     [[ -n $p ]] || continue
