@@ -167,9 +167,26 @@ def test_fileinfo_lists_every_chunks_copies() -> None:
 def test_a_master_that_cannot_be_asked_is_an_error_naming_it(tmp_path: Path) -> None:
     src = MoosefsSource("h", master="127.0.0.1:1", mfscli=str(tmp_path / "no-mfscli"))
     with pytest.raises(InputError, match="cannot run"):
-        list(src.collect(tmp_path))
+        list(src.collect(Path("/")))  # live: the configured tool must answer
+    assert list(src.collect(tmp_path)) == []  # a captured tree without this source's capture
 
 
 def test_reading_defaults_leave_old_sources_unchanged() -> None:
     r = Reading("ost", "x", "read_bytes", 1.0)
     assert r.window is None and r.parent is None
+
+
+def test_slowed_chunkserver_stands_out_in_every_fault_minute() -> None:
+    """Ground truth of the slow case (PROVENANCE.md): 192.0.2.2:19725 was stopped 77 % of
+    the time from 00:08:58 to 00:20:58; its mean time per disk operation must exceed
+    every peer's in each complete minute of that window that the charts list."""
+    case = CASES / "lab-4cs-slow-cs3"
+    fault = (1795738138.465, 1795738858.883)
+    svc: dict[float, dict[str, float]] = {}
+    for r in source().collect(case):
+        if r.metric == "service_us" and r.window and fault[0] <= r.window[0] <= fault[1] - 60:
+            svc.setdefault(r.window[0], {})[r.component] = r.value / (r.per or 1)
+    assert len(svc) >= 3
+    for minute, by in svc.items():
+        slow = by.pop("192.0.2.2:19725")
+        assert slow > 1.5 * max(by.values()), (minute, slow, by)

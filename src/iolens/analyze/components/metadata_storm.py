@@ -12,6 +12,7 @@ What a real MDS shows, and what this reads (`collect/sources/lustre_mds.py`):
 | per jobstats id | `mdt/<mdt>/job_stats` | `mdt` rows with the raw `job_id` |
 | per client NID | `mdt/<mdt>/exports/<nid>/stats` | `mdt_client` `<mdt>:<nid>` |
 | MDS queue | `mds/MDS/mdt/stats`: `req_qdepth`, `req_waittime` | `mds` `queue_len`, `wait_us` |
+| MDS utilisation (no queue) | MooseFS master chart `cpu` / CPU allowed | `mds` `busy` (metrics) |
 | capacity (optional) | the site topology | `components.peak_ops` of the MDT |
 
 Per MDT and minute the operations split three ways: those of jobstats ids that are
@@ -20,13 +21,17 @@ scheduler jobs (`iolens.model.ids`), those of ids that are processes outside any
 empty id). The last two are *untagged*. A storm minute is one where the MDT is
 overloaded and the untagged clients sent most of its operations.
 
-Overloaded, from what the server says about itself: the mean `req_qdepth` of its MDS's
+Overloaded, from what the server says about itself (first of these the MDS reports): the
+mean `req_qdepth` of its MDS's
 metadata service is at least `queue` (1 request). `req_qdepth` is the number of requests
 still waiting for a thread when one is taken up. In the three real MDS captures here
 (HPE 2.10, two DDN 2.14) its lifetime mean is 0.001-0.009 with a per-request maximum of
 1-3: a healthy MDS hands requests to idle threads at once. A mean of 1 says every request
 found another already waiting, i.e. all service threads were busy for the whole minute;
-that is saturation whatever the rate, and needs no fitted constant. The MDT is mapped to
+that is saturation whatever the rate, and needs no fitted constant. A metadata server
+that serves on one thread and has no queue to read (a MooseFS master) reports `busy`, the
+share of the CPU it may use that it used (`collect/sources/moosefs.py`): at least `load`
+(0.8) is overload by the same queueing argument as for `peak_ops` below. The MDT is mapped to
 its MDS host by the `components` topology (`parent`), else by the agent round that
 reported both (an MDS agent stamps its MDTs and its services with the same time). When
 no queue is known, a site-given `peak_ops` stands in (rate at least `load` of it: beyond
@@ -62,7 +67,7 @@ from iolens.model.ids import JobIdScheme
 @dataclass(frozen=True)
 class StormThresholds:
     queue: float = 1.0  # mean req_qdepth: every request found another waiting for a thread
-    load: float = 0.8  # without queue stats: md rate / site peak_ops
+    load: float = 0.8  # without queue stats: MDS `busy`, else md rate / site peak_ops
     untagged_share: float = 0.5  # the untagged clients sent most of the operations
     min_ops: float = 1000.0  # operations in the minute (~17/s) for its means to count
     max_gap: int = 2
@@ -90,7 +95,8 @@ class _Inputs:
     scheme: JobIdScheme
     names: _Names
     hosts: dict[str, str]  # MDT -> MDS host
-    signal: list[str | None]  # per MDT: `mds_queue`, `peak_ops` or None
+    signal: list[str | None]  # per MDT: `mds_queue`, `mds_busy`, `peak_ops` or None
+    busy: dict[str, np.ndarray]  # MDS -> `busy` per minute (servers that report it)
 
 
 @dataclass
@@ -122,11 +128,12 @@ class MetadataStorm:
             share = np.where(total > 0, untagged / total, 0.0)
             rate = np.where(g.seconds > 0, total / g.seconds, np.nan)
         valid = (total >= th.min_ops) & (g.seconds > 0)
-        overloaded, signal, hosts = self._overload(ctx, g, rate)
+        busy = _busy(ctx, g)
+        overloaded, signal, hosts = self._overload(ctx, g, rate, busy)
         abnormal = valid & overloaded & (share >= th.untagged_share)
 
         blind = self._gaps(ctx, g, split, signal)
-        inputs = _Inputs(ctx, g, split, scheme, _Names(ctx, th.top), hosts, signal)
+        inputs = _Inputs(ctx, g, split, scheme, _Names(ctx, th.top), hosts, signal, busy)
         out: list[Episode] = []
         for ci, comp in enumerate(g.ids):
             if comp in blind:
@@ -161,8 +168,8 @@ class MetadataStorm:
                 self.name,
                 "mdt",
                 unjudged,
-                "no MDS request queue (mds/MDS/mdt/stats req_qdepth) for these MDTs and no "
-                "peak_ops: overload cannot be judged",
+                "no MDS request queue (mds/MDS/mdt/stats req_qdepth), no MDS utilisation "
+                "(busy) and no peak_ops for these MDTs: overload cannot be judged",
                 "run the lustre_mds source as root on the MDS (debugfs holds the service "
                 "stats from 2.12), or give the MDT's peak_ops in the site topology",
             )
@@ -170,7 +177,7 @@ class MetadataStorm:
 
     # -- overload ------------------------------------------------------------------------------
     def _overload(
-        self, ctx: Context, g: Grid, rate: np.ndarray
+        self, ctx: Context, g: Grid, rate: np.ndarray, busy: dict[str, np.ndarray]
     ) -> tuple[np.ndarray, list[str | None], dict[str, str]]:
         """Per MDT and minute: overloaded? and which signal said so (None: no signal)."""
         th = self.thresholds
@@ -187,6 +194,11 @@ class MetadataStorm:
                 with np.errstate(invalid="ignore"):
                     over[ci] = queue >= th.queue
                 signal.append("mds_queue")
+                continue
+            if host in busy:
+                with np.errstate(invalid="ignore"):
+                    over[ci] = busy[host] >= th.load
+                signal.append("mds_busy")
                 continue
             peak = (peaks.get(comp) or {}).get("peak_ops")
             if peak:
@@ -229,6 +241,9 @@ class MetadataStorm:
         load = total / secs / peak if peak else None
         ev["peak_ops"] = peak
         ev["load"] = r(load)
+        if signal == "mds_busy" and host is not None:
+            minutes = inp.busy[host][sl]
+            ev["busy"] = r(float(np.nanmean(minutes))) if np.isfinite(minutes).any() else None
         ev["clients"] = inp.names.clients(comp, a, b, total)
         ev["processes"] = inp.names.processes(split.shares, comp, a, b, total, inp.scheme)
         ev["jobs"] = inp.names.jobs(split.shares, comp, a, b, total, inp.scheme)
@@ -244,11 +259,12 @@ class MetadataStorm:
                 "collect with the lustre_mds source of this version (it reads exports)",
             )
         ev["source"] = _culprits(ev["clients"], ev["processes"])
-        why = (
-            f"mean MDS queue {ev['queue_len']:.1f} requests"
-            if ev.get("queue_len") is not None
-            else f"{load:.0%} of peak_ops"
-        )
+        if ev.get("queue_len") is not None:
+            why = f"mean MDS queue {ev['queue_len']:.1f} requests"
+        elif ev.get("busy") is not None:
+            why = f"MDS {ev['busy']:.0%} busy"
+        else:
+            why = f"{load:.0%} of peak_ops"
         ev["summary"] = (
             f"{comp} overloaded ({why}, {total / secs:,.0f} ops/s): {untagged / total:.0%} "
             f"of its metadata operations came from no scheduler job: {ev['source']}"
@@ -256,7 +272,8 @@ class MetadataStorm:
         ev["duration_class"] = duration_class(g.time(a), g.time(b + 1))
         wait, svc = means.get("wait_us"), means.get("service_us")
         queueing = wait is not None and svc is not None and wait >= svc
-        severe = queueing or (load is not None and load >= 1.0)
+        saturated = ev.get("busy") is not None and ev["busy"] >= 0.95
+        severe = queueing or saturated or (load is not None and load >= 1.0)
         last = np.flatnonzero(g.seconds[ci] > 0)
         ongoing = ctx.open_ended and len(last) > 0 and b >= int(last[-1])
         return Episode(
@@ -325,6 +342,26 @@ def _service_means(ctx: Context, host: str, a: int, b: int) -> dict[str, float |
         [host, a, b, *ctx.bounds()],
     ).to_pylist()[0]
     return {c: (None if row[c] is None else float(row[c])) for c in cols}
+
+
+def _busy(ctx: Context, g: Grid) -> dict[str, np.ndarray]:
+    """Per MDS with a `busy` gauge (the utilisation of a single-threaded metadata service,
+    e.g. a MooseFS master: its CPU over the CPU it may use), its mean per minute of `g`."""
+    t = ctx.store.query(
+        f"""
+        SELECT component_id AS c, (epoch_us(ts) - 1) // {MINUTE_US} AS m, avg(value) AS v
+        FROM metrics WHERE kind = 'mds' AND metric = 'busy' AND job_id IS NULL
+          AND ts > ? AND ts <= ?
+        GROUP BY ALL
+        """,
+        ctx.bounds(),
+    )
+    out: dict[str, np.ndarray] = {}
+    for c, m, v in zip(*(t.column(k).to_pylist() for k in ("c", "m", "v")), strict=True):
+        col = m - g.m0
+        if 0 <= col < g.minutes and v is not None:
+            out.setdefault(c, np.full(g.minutes, np.nan))[col] = v
+    return out
 
 
 def _mds_hosts(ctx: Context, mdts: list[str]) -> dict[str, str]:

@@ -8,7 +8,8 @@ hours costs every such job half its I/O speed, though no single minute looks ala
 What it reads (all from the `lustre_oss` agent source, docs/sources.md):
 
 - latency per OST and minute: `service_us` of kind `ost` in `server_samples`, the mean
-  time per bulk RPC from `obdfilter/<ost>/stats` `read`/`write` `[usecs]` (Lustre 2.12+);
+  time per bulk RPC from `obdfilter/<ost>/stats` `read`/`write` `[usecs]` (Lustre 2.12+),
+  or per disk operation from a MooseFS chunkserver's charts (`moosefs` source);
   else, for OSTs without it (2.10), the metric `brw_io_time_us` (the mean of the
   `brw_stats` `I/O time (1/1000s)` histogram), over the I/Os its buckets counted
   (`brw_io_time_ms_<n>_read|write`). An OST is compared only with OSTs whose latency
@@ -32,8 +33,10 @@ import numpy as np
 from iolens.analyze.components.base import MINUTE_US, Context, Episode, Grid
 from iolens.analyze.components.peers import Latency, Missing, SlowThresholds, slow_episodes
 
-#: Where each latency comes from, as the evidence and the gap name it.
-USECS = "obdfilter stats read/write [usecs]"
+#: Where each latency comes from, as the evidence and the gap name it. `service_us` is the
+#: mean time per request a server measured itself: Lustre's obdfilter `[usecs]`, a MooseFS
+#: chunkserver's chart op times (`collect/sources/moosefs.py`).
+USECS = "service_us: server-timed requests (Lustre obdfilter [usecs], MooseFS chunkserver)"
 IO_TIME = "brw_stats I/O time (1/1000s)"
 
 NO_LATENCY = Missing(
