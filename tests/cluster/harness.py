@@ -38,6 +38,18 @@ def missing_packages() -> list[str]:
     ]
 
 
+def stop_group(p: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to a process started in its own session, SIGKILL after 30 s."""
+    if p.poll() is not None:
+        return
+    os.killpg(p.pid, signal.SIGTERM)
+    try:
+        p.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(10)
+
+
 def iolens_bin() -> str:
     exe = Path(sys.executable).with_name("iolens")
     return str(exe) if exe.exists() else shutil.which("iolens") or "iolens"
@@ -186,14 +198,8 @@ class Cluster:
             data.unlink(missing_ok=True)
         for name in ("agent", "serve"):
             p = self.procs.pop(name, None)
-            if p is None or p.poll() is not None:
-                continue
-            os.killpg(p.pid, signal.SIGTERM)
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait(10)
+            if p is not None:
+                stop_group(p)
 
     def _wait_http(self, path: str, timeout: float) -> None:
         end = time.monotonic() + timeout

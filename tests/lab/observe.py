@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from tests.cluster.harness import iolens_bin
+from tests.cluster.harness import iolens_bin, stop_group
 
 
 @dataclass
@@ -142,14 +141,7 @@ class Observatory:
     def stop(self) -> None:
         """Agents first (their last round ships), then the server (its store closes)."""
         for name in sorted(self.procs, key=lambda n: n == "serve"):
-            p = self.procs.pop(name)
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGTERM)
-                try:
-                    p.wait(30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(p.pid, signal.SIGKILL)
-                    p.wait(10)
+            stop_group(self.procs.pop(name))
 
     # -- after the run: what iolens found ---------------------------------------------------
     def analyze(self) -> list[dict[str, Any]]:
