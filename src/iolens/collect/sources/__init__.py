@@ -2,6 +2,7 @@
 batches) are the registries the agent and its config read."""
 
 from iolens.collect.base import BatchSource, Source
+from iolens.collect.sources.diskstats import DiskstatsSource
 from iolens.collect.sources.infiniband import InfinibandSource
 from iolens.collect.sources.iofwd import IofwdSource
 from iolens.collect.sources.lnet_router import LnetRouterSource
@@ -15,6 +16,7 @@ from iolens.collect.sources.tracer_spool import TracerSpoolSource
 
 SOURCES: dict[str, type[Source]] = {
     NodeSource.name: NodeSource,
+    DiskstatsSource.name: DiskstatsSource,
     InfinibandSource.name: InfinibandSource,
     LnetRouterSource.name: LnetRouterSource,
     LustreOssSource.name: LustreOssSource,
