@@ -12,11 +12,13 @@ from iolens.collect.sources.lustre_oss import LustreOssSource
 from iolens.collect.sources.moosefs import MoosefsSource
 from iolens.collect.sources.moosefs_client import MoosefsClientSource
 from iolens.collect.sources.node import NodeSource
+from iolens.collect.sources.procio import ProcioSource
 from iolens.collect.sources.tracer_spool import TracerSpoolSource
 
 SOURCES: dict[str, type[Source]] = {
     NodeSource.name: NodeSource,
     DiskstatsSource.name: DiskstatsSource,
+    ProcioSource.name: ProcioSource,
     InfinibandSource.name: InfinibandSource,
     LnetRouterSource.name: LnetRouterSource,
     LustreOssSource.name: LustreOssSource,
