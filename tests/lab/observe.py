@@ -85,7 +85,11 @@ class Observatory:
         self._wait_http(60)
         self._agent(
             "storage",
-            {"moosefs": f'master = "{self.master}"\nmaster_cpus = {self.master_cpus}'},
+            {
+                "moosefs": f'master = "{self.master}"\nmaster_cpus = {self.master_cpus}',
+                "diskstats": "",  # the chunkservers' disks (loop devices here)
+                "procio": 'names = ["mfschunkserver", "mfsmaster"]',
+            },
             role="mds",
         )
         self._agent(
