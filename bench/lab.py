@@ -66,23 +66,29 @@ def plan(
     quick: bool,
     slow_minutes: tuple[float, float] = (12, 16),
     storm_minutes: tuple[float, float] = (4, 8),
+    concurrent: bool = False,
 ) -> list[Scenario]:
+    """`n` scenarios in start order. `concurrent`: each kind keeps its own clock, so a storm
+    may run while a chunkserver is slow (never two faults of one kind at once), which is how
+    faults meet in production and halves the lab time."""
     kinds = (
         ["slow_server", "metadata_storm"]
         if quick
         else [rng.choice(["slow_server", "metadata_storm"]) for _ in range(n)]
     )
-    out, t = [], 0.0
+    out: list[Scenario] = []
+    clock: dict[str, float] = {}
     for kind in kinds:
-        t += rng.uniform(120, 240)  # a quiet gap, random start
+        key = kind if concurrent else "all"
+        t = clock.get(key, 0.0) + rng.uniform(120, 240)  # a quiet gap, random start
         if kind == "slow_server":
             sc = Scenario(kind, t, rng.uniform(*slow_minutes) * 60, round(rng.uniform(2, 5), 1),
                           rng.choice(servers))  # fmt: skip
         else:
             sc = Scenario(kind, t, rng.uniform(*storm_minutes) * 60, rng.randint(1, 4), "login")
         out.append(sc)
-        t += sc.seconds
-    return out
+        clock[key] = t + sc.seconds
+    return sorted(out, key=lambda s: s.start_s)
 
 
 def overlap(a0: float, a1: float, b0: float, b1: float) -> float:
@@ -201,6 +207,7 @@ def run(args: argparse.Namespace, lab: Lab | None = None) -> dict[str, Any]:
             args.quick,
             getattr(args, "slow_minutes", (12, 16)),
             getattr(args, "storm_minutes", (4, 8)),
+            getattr(args, "concurrent", False),
         )
         total = args.warmup * 60 + max(s.start_s + s.seconds for s in scenarios) + args.tail * 60
         print(f"lab: {len(scenarios)} scenarios, {total / 60:.0f} min")
@@ -208,15 +215,20 @@ def run(args: argparse.Namespace, lab: Lab | None = None) -> dict[str, Any]:
         lab.load(seconds=total)
         t0 = time.time() + args.warmup * 60
         started = datetime.now(UTC)
+        running = []
         for i, sc in enumerate(scenarios):
             time.sleep(max(0.0, t0 + sc.start_s - time.time()))
             print(
                 f"[{datetime.now(UTC):%H:%M:%S}] {i + 1}/{len(scenarios)} {asdict(sc)}", flush=True
             )
             if sc.kind == "slow_server":
-                lab.slow_chunkserver(sc.target, sc.magnitude, seconds=sc.seconds).wait()
+                running.append(lab.slow_chunkserver(sc.target, sc.magnitude, seconds=sc.seconds))
             else:
-                lab.metadata_storm(sc.target, seconds=sc.seconds, procs=int(sc.magnitude)).wait()
+                running.append(
+                    lab.metadata_storm(sc.target, seconds=sc.seconds, procs=int(sc.magnitude))
+                )
+        for fault in running:
+            fault.wait()
         time.sleep(max(0.0, t0 + total - args.warmup * 60 - time.time()))
         obs.stop()
         lab.stop_all()
@@ -236,6 +248,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--scenarios", type=int, default=20)
     p.add_argument("--quick", action="store_true", help="one scenario of each kind")
+    p.add_argument("--concurrent", action="store_true", help="storms may overlap slow chunkservers")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--warmup", type=float, default=15.0, help="minutes before the first fault")
     p.add_argument("--tail", type=float, default=4.0, help="minutes after the last fault")

@@ -30,7 +30,7 @@ def start_server(
         proc = subprocess.Popen(
             [*cmd, "--agent-token", token, *extra], stdout=subprocess.DEVNULL, stderr=err
         )
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90  # a loaded 2-core CI box can take 30 s to import
     while time.monotonic() < deadline and proc.poll() is None:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:

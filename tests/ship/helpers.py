@@ -27,6 +27,7 @@ def samples_batch(i: int, rows: int = 50, key: str | None = None) -> Batch:
             "service_us": np.zeros(rows),
             "queue_len": np.zeros(rows),
             "active_threads": np.zeros(rows),
+            "source": pa.nulls(rows, pa.string()),
         },
         schema=SERVER_SAMPLES,
     )

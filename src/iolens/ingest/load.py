@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 
 from iolens.errors import InputError
 from iolens.ingest.importers.trace import own_jobs
+from iolens.ingest.traced_targets import target_rows
 from iolens.model.batch import Batch
 from iolens.model.schema import MERGED_BY_KEY, TABLES, job_precedence_sql
 from iolens.store.base import Store
@@ -66,6 +67,13 @@ def load_many(store: Store, batches: list[Batch]) -> list[dict[str, int]]:
                     tables["jobs"] = _without_known(store, tables["jobs"])
                 else:
                     tables["jobs"] = _merge_known_jobs(store, tables["jobs"])
+            if "client_io" in tables:  # servers without jobstats: attribute the trace
+                derived = target_rows(store, tables["client_io"], tables.get("files"))
+                if derived is not None:
+                    own = tables.get("server_samples")
+                    tables["server_samples"] = (
+                        derived if own is None else pa.concat_tables([own, derived])
+                    )
             for name, key in MERGED_BY_KEY.items():
                 if name in tables:
                     tables[name] = _merge_by_key(store, name, key, tables[name])

@@ -32,9 +32,13 @@ def conform(table: pa.Table, name: str, source: str) -> pa.Table:
     """Cast `table` to the model schema of `name`, or say which column is wrong."""
     import pyarrow as pa
 
-    from iolens.model.schema import TABLES
+    from iolens.model.schema import LATER_COLUMNS, TABLES
 
     schema = TABLES[name]
+    for col in LATER_COLUMNS.get(name, ()):  # a batch from an older agent: NULL
+        if col not in table.column_names:
+            f = schema.field(col)
+            table = table.append_column(f, pa.nulls(table.num_rows, f.type))
     missing = [n for n in schema.names if n not in table.column_names]
     if missing:
         raise InputError(source, f"{name}: missing columns {', '.join(missing)}")

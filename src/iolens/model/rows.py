@@ -37,6 +37,7 @@ NAMES: dict[str, tuple[str, ...]] = {
         "service_us",
         "queue_len",
         "active_threads",
+        "source",
     ),
     "metrics": ("ts", "interval_s", "kind", "component_id", "job_id", "metric", "value"),
 }

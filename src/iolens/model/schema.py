@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 #: Bumped whenever a table or column changes; the store migrates older files.
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 TS = pa.timestamp("us")
 
@@ -110,6 +110,10 @@ def job_precedence_sql(alias: str) -> str:
 #: column, except where it is null - a partial view (a trace that saw a file but not its
 #: layout, an agent that knows an OST's server but not its peak) keeps what is known.
 #: Jobs merge too, by source precedence (`job_precedence_sql`).
+#: Nullable columns added after agents shipped the table without them: a batch that lacks
+#: one (an older agent, another producer) gets NULLs instead of being refused.
+LATER_COLUMNS = {"server_samples": ("source",)}
+
 MERGED_BY_KEY = {
     "files": "file_id",
     "components": "component_id",
@@ -168,6 +172,10 @@ SERVER_SAMPLES = pa.schema(
         pa.field("service_us", pa.float64()),
         pa.field("queue_len", pa.float64()),
         pa.field("active_threads", pa.float64()),
+        # NULL: the server's own counters. 'trace': a job's row attributed from its traced
+        # calls and its files' layouts, for servers with no per-job statistics (MooseFS);
+        # its `service_us` is then the client-side time per call (ingest/traced_targets.py).
+        pa.field("source", pa.string()),
     ]
 )
 

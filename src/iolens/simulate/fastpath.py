@@ -311,6 +311,7 @@ class DirectAgent:
                     )
                     for c, name in enumerate(WIDE)
                 },
+                "source": pa.nulls(int(exists.sum()), pa.string()),
             },
             schema=SERVER_SAMPLES,
         )

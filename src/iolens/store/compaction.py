@@ -206,8 +206,8 @@ def downsample_sql(table: str, source: str, seconds: int) -> str:
     return (
         f"SELECT max(ts) AS ts, sum(interval_s) AS interval_s, kind, component_id, job_id, "
         f"{sums}, {weighted('wait_us', reqs)}, {weighted('service_us', reqs)}, "
-        f"{weighted('queue_len', 'interval_s')}, {weighted('active_threads', 'interval_s')} "
-        f"FROM {source} GROUP BY kind, component_id, job_id, {bucket}"
+        f"{weighted('queue_len', 'interval_s')}, {weighted('active_threads', 'interval_s')}, "
+        f"source FROM {source} GROUP BY kind, component_id, job_id, source, {bucket}"
     )
 
 

@@ -141,6 +141,13 @@ MIGRATIONS: list[tuple[int, str]] = [
             iolens_version VARCHAR, failed_at TIMESTAMP, data_stamp VARCHAR);
         """,
     ),
+    (
+        # issue 20: per-job rows attributed from traces (servers without jobstats) are marked
+        9,
+        """
+        ALTER TABLE server_samples ADD COLUMN source VARCHAR;
+        """,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -240,7 +240,7 @@ def findings_for(store: Store, subject_kind: str, subject_id: str) -> list[dict[
     return rows
 
 
-_WIDE = NAMES["server_samples"][5:]  # the wide row's measures, after its keys
+_WIDE = [m for m in NAMES["server_samples"][5:] if m != "source"]  # the measures
 
 
 def series(

@@ -54,8 +54,10 @@ def layer_series(store: Store, job_id: str, bin_s: int = BIN_S) -> dict[str, Any
     """Per-layer (and per-component) bytes and ops per `bin_s` bins over the job's run.
 
     The compute layer comes from the job's own client records, spread exactly over time;
-    the OSTs and MDTs from their jobstats rows, the forwarders from what the job's nodes asked
-    of them while it ran (per-client counters). Bin 0 starts at the job's start.
+    the OSTs and MDTs from their jobstats rows (or, on servers without them, the rows
+    attributed from the job's trace, listed in `from_trace`), the forwarders from what the
+    job's nodes asked of them while it ran (per-client counters). Bin 0 starts at the job's
+    start.
     """
     job = queries.job(store, job_id)
     rec = queries.client_io(store, job_id)
@@ -93,9 +95,12 @@ def layer_series(store: Store, job_id: str, bin_s: int = BIN_S) -> dict[str, Any
     rows = store.query(
         "SELECT kind, component_id, "
         "CAST(floor((epoch(ts) - interval_s - ?) / ?) AS BIGINT) AS b, "
-        f"{sums} FROM server_samples WHERE job_id = ? GROUP BY ALL",
+        f"{sums}, bool_or(source = 'trace') AS traced "
+        "FROM server_samples WHERE job_id = ? GROUP BY ALL",
         [t_lo, bin_s, job_id],
     ).to_pylist()
+    # Servers without jobstats (MooseFS): the job's rows there come from its own trace.
+    from_trace = sorted({r["component_id"] for r in rows if r["traced"]})
     # A forwarder knows its clients, not their jobs: the job's share is what its nodes
     # asked while it ran (forwarding daemon per-client counters, kind `fwd_client`).
     nodes = list(job.get("nodes") or [])
@@ -127,4 +132,5 @@ def layer_series(store: Store, job_id: str, bin_s: int = BIN_S) -> dict[str, Any
         "path": path(store, job_id),
         "layers": layers,
         "components": dict(sorted(components.items())),
+        "from_trace": from_trace,
     }

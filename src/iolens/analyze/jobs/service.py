@@ -13,6 +13,11 @@ lustre_oss.py`, `lustre_mds.py`):
   (`ost/OSS/ost_io/stats`, `mds/MDS/mdt/stats` `req_waittime`: kind `oss`/`mds`
   `wait_us`), joined to a target through `components.parent` (which the agents report).
 
+A server without jobstats (a MooseFS chunkserver) has job rows attributed from the jobs'
+traces (`source = 'trace'`, `ingest/traced_targets.py`): their handling time is what the
+client waited per call, so the load no trace saw is taken from the target's bytes
+(`_traced_total`), not from its own time per operation, which counts other units.
+
 From these, per job row: its **busy time** on the target in the sample (requests x mean
 handling time: the server time it occupied) and its **latency** per request (handling plus
 queue wait). Without per-job latency (Lustre 2.10 jobstats) a job's requests are assumed
@@ -44,7 +49,8 @@ WITH tot AS (
   SELECT kind, component_id AS c, ts,
     (CASE WHEN kind = 'mdt' THEN coalesce(md_ops, 0)
           ELSE coalesce(read_ops, 0) + coalesce(write_ops, 0) END)::DOUBLE AS tops,
-    service_us AS tsvc
+    service_us AS tsvc,
+    (coalesce(read_bytes, 0) + coalesce(write_bytes, 0))::DOUBLE AS tbytes
   FROM server_samples
   WHERE job_id IS NULL AND kind IN ('ost', 'mdt', 'forwarder') AND interval_s > 0
     AND {_WINDOW.format(t="ts", dt="interval_s")}),
@@ -54,7 +60,7 @@ lustre AS (
           ELSE coalesce(s.read_ops, 0) + coalesce(s.write_ops, 0) END)::DOUBLE AS ops,
     (coalesce(s.read_bytes, 0) + coalesce(s.write_bytes, 0))::DOUBLE AS nbytes,
     coalesce(s.read_bytes, 0)::DOUBLE AS rbytes,
-    s.service_us AS svc
+    s.service_us AS svc, s.source = 'trace' AS traced
   FROM server_samples s
   WHERE s.job_id IS NOT NULL AND s.kind IN ('ost', 'mdt') AND s.interval_s > 0
     AND {_WINDOW.format(t="s.ts", dt="s.interval_s")}),
@@ -64,7 +70,7 @@ clients AS (
     (coalesce(s.read_ops, 0) + coalesce(s.write_ops, 0))::DOUBLE AS ops,
     (coalesce(s.read_bytes, 0) + coalesce(s.write_bytes, 0))::DOUBLE AS nbytes,
     coalesce(s.read_bytes, 0)::DOUBLE AS rbytes,
-    s.service_us AS svc
+    s.service_us AS svc, false AS traced
   FROM server_samples s
   JOIN placed p ON p.node = split_part(s.component_id, ':', 2)
     AND s.ts > p."start" AND s.ts - to_microseconds(CAST(s.interval_s * 1e6 AS BIGINT))
@@ -75,7 +81,7 @@ jr AS (
   SELECT *, false AS forwarded FROM lustre
   UNION ALL
   SELECT 'forwarder', c, j, ts, any_value(dt), sum(ops), sum(nbytes), sum(rbytes),
-    sum(svc * ops) / nullif(sum(ops) FILTER (WHERE svc IS NOT NULL), 0), true
+    sum(svc * ops) / nullif(sum(ops) FILTER (WHERE svc IS NOT NULL), 0), false, true
   FROM clients GROUP BY c, j, ts),
 par AS (
   SELECT component_id AS c, any_value(parent) AS parent FROM components
@@ -89,8 +95,9 @@ w AS (
     AND {_WINDOW.format(t="ts", dt="interval_s")}
   GROUP BY ALL)
 SELECT jr.kind, jr.c, jr.j, epoch(jr.ts) AS t, floor(epoch(jr.ts) - jr.dt) AS t0, jr.dt,
-  jr.ops, jr.nbytes, jr.rbytes, jr.svc,
-  k.job_id IS NOT NULL AS known, tot.tops, tot.tsvc, w.wait, par.parent IS NOT NULL AS has_parent
+  jr.ops, jr.nbytes, jr.rbytes, jr.svc, coalesce(jr.traced, false) AS traced,
+  k.job_id IS NOT NULL AS known, tot.tops, tot.tsvc, tot.tbytes, w.wait,
+  par.parent IS NOT NULL AS has_parent
 FROM jr JOIN tot USING (kind, c, ts)
 LEFT JOIN (SELECT DISTINCT job_id FROM jobs) k ON k.job_id = jr.j
 LEFT JOIN par USING (c)
@@ -98,6 +105,10 @@ LEFT JOIN w ON w.p = par.parent AND w.ts = jr.ts
 WHERE jr.ops > 0
 ORDER BY jr.c, jr.ts, jr.j
 """
+
+#: The smallest share of a target's bytes traced jobs are taken to move: below it a trace
+#: gap (a job not yet shipped) would make the untraced rest look unbounded.
+UNTRACED_FLOOR = 0.05
 
 #: Direction codes of a row: what most of its requests were.
 READ, WRITE, META = 0, 1, 2
@@ -184,6 +195,9 @@ def load(store: Store, lo: int, hi: int) -> Samples:
     total = c["tops"].astype(float)[first] * (tsvc[first] if latency_known else 1.0)
     jobs_busy = np.bincount(group, busy, n_groups)
     group_busy = np.where(np.isfinite(total) & (total >= jobs_busy), total, jobs_busy)
+    traced = np.bincount(group, c["traced"].astype(float), n_groups) > 0
+    if traced.any():  # client-side busy time: the untraced rest scaled by bytes, not time
+        group_busy = np.where(traced, _traced_total(jobs_busy, group, nb, c, first), group_busy)
     other = group_busy - np.bincount(group, np.where(known, busy, 0.0), n_groups)
     return Samples(
         component=c["c"],
@@ -207,6 +221,23 @@ def load(store: Store, lo: int, hi: int) -> Samples:
         lo=lo,
         hi=hi,
     )
+
+
+def _traced_total(
+    jobs_busy: np.ndarray, group: np.ndarray, nbytes: np.ndarray, c: dict, first: np.ndarray
+) -> np.ndarray:
+    """A target's whole busy time where its job rows come from traces (`source = 'trace'`):
+    their busy time is what the clients waited, which the server's own time per operation
+    does not measure, so the load of what no trace saw (other clients, untraced jobs) is
+    taken in proportion to the bytes the server moved beyond the traced ones."""
+    traced_b = np.bincount(group, nbytes, len(first))
+    server_b = _floats(c["tbytes"], len(c["tbytes"]))[first] if len(first) else np.zeros(0)
+    share = np.where(
+        np.isfinite(server_b) & (server_b > 0),
+        np.clip(traced_b / np.maximum(server_b, 1e-9), UNTRACED_FLOOR, 1.0),
+        1.0,
+    )
+    return jobs_busy / share
 
 
 def _floats(a: np.ndarray, n: int) -> np.ndarray:

@@ -1,0 +1,183 @@
+"""Interference in the real MooseFS lab: a small N-N job alone, then beside a large N-1
+writer, and iolens's delay estimate against the victim's measured slowdown (issue 20).
+
+    sudo .venv/bin/python bench/lab_interference.py [--rounds 3]      # about 5 min a round
+
+Both jobs are real MPI programs (`tests/cluster/progs/mpiio_bench.c`) under the real
+tracer, on the lab's client mounts, their directories on one chunkserver (storage class
+cs<label>), so they share it as two jobs on one OST do:
+
+- the victim: `--victim-ranks` ranks each writing then reading its own file (N-N), on
+  node c1;
+- the culprit: `--culprit-ranks` ranks writing one shared file collectively (N-1), on node
+  c3, started `--lead` seconds before the victim and long enough to cover it.
+
+Each round runs the victim alone (the control), then beside the culprit. Measured
+slowdown: the victim's I/O time (its own `write_s + read_s`, MPI_Wtime around its data
+calls) beside the culprit minus the median of its runs alone. iolens sees only what a site
+has: the chunkservers' own counters (`moosefs` source) and the jobs' traces with their
+files' layouts (`tracer_spool`); its interference analysis attributes the traces to the
+chunkserver (`ingest/traced_targets.py`) and estimates what the culprit cost the victim.
+Goal (issue 20): the estimate within 25 % of the measured slowdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+
+from tests.lab.harness import Lab, run  # noqa: E402
+from tests.lab.observe import Observatory  # noqa: E402
+
+PROG = ROOT / "tests" / "cluster" / "progs" / "mpiio_bench.c"
+
+
+def build(out: Path) -> Path:
+    exe = out / "mpiio_bench"
+    out.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mpicc", "-O2", "-o", str(exe), str(PROG)], check=True)
+    return exe
+
+
+def mpi(
+    exe: Path, job: str, mode: str, where: Path, ranks: int, kib: int, blocks: int,
+    spool: Path, pause_ms: int = 0,
+) -> subprocess.Popen[str]:  # fmt: skip
+    """An MPI job under the tracer, as job `job`; prints its own JSON line."""
+    from iolens.tracefile import library_path
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("IOLENS_", "LD_PRELOAD"))}
+    env |= {
+        "LD_PRELOAD": str(library_path()),
+        "IOLENS_SPOOL": str(spool),
+        "IOLENS_JOB_ID": job,
+        "OMPI_MCA_btl": "self,vader",
+        "OMPI_MCA_rmaps_base_oversubscribe": "1",
+    }
+    where.mkdir(parents=True, exist_ok=True)
+    cmd = ["mpirun", "--allow-run-as-root", "-x", "LD_PRELOAD", "-x", "IOLENS_SPOOL",
+           "-x", "IOLENS_JOB_ID", "-np", str(ranks), str(exe), mode, str(where), str(kib),
+           str(blocks), "1", str(pause_ms)]  # fmt: skip
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
+
+
+def result(p: subprocess.Popen[str], timeout: float = 1800) -> dict[str, Any]:
+    out, _ = p.communicate(timeout=timeout)
+    assert p.returncode == 0, f"mpirun exited {p.returncode}: {out[-2000:]}"
+    line = next(x for x in out.splitlines() if x.startswith("{"))
+    return json.loads(line)
+
+
+def io_time(r: dict[str, Any]) -> float:
+    return float(r["write_s"]) + float(r["read_s"])
+
+
+def run_rounds(args: argparse.Namespace, lab: Lab, obs: Observatory) -> list[dict[str, Any]]:
+    exe = build(Path(args.state) / "bin")
+    cs = lab.chunkservers[args.server]
+    rounds = []
+    for k in range(args.rounds):
+        dirs = {}
+        for who, node in (("victim", "c1"), ("culprit", "c3")):
+            d = lab.mount / "interference" / f"{who}{k}"
+            d.mkdir(parents=True, exist_ok=True)
+            run(["mfssetsclass", f"cs{cs.label}", str(d)])
+            dirs[who] = Path(lab.nodes[node].mount) / "interference" / f"{who}{k}"
+        vargs = (args.victim_ranks, args.victim_kib, args.victim_blocks, obs.trace_spool)
+        alone = result(mpi(exe, f"v{k}alone", "nn", dirs["victim"] / "a", *vargs))
+        time.sleep(args.gap)
+        culprit = mpi(exe, f"c{k}", "n1", dirs["culprit"], args.culprit_ranks, args.culprit_kib,
+                      args.culprit_blocks, obs.trace_spool)  # fmt: skip
+        time.sleep(args.lead)
+        beside = result(mpi(exe, f"v{k}with", "nn", dirs["victim"] / "w", *vargs))
+        c = result(culprit)
+        rounds.append({"round": k, "alone": alone, "beside": beside, "culprit": c,
+                       "victim": f"v{k}with", "culprit_job": f"c{k}"})  # fmt: skip
+        print(f"round {k}: victim alone {io_time(alone):.1f} s, beside {io_time(beside):.1f} s,"
+              f" culprit {io_time(c):.1f} s", flush=True)  # fmt: skip
+        time.sleep(args.gap)
+    return rounds
+
+
+def score(rounds: list[dict[str, Any]], culprits: dict[str, list[dict[str, Any]]]) -> dict:
+    base = statistics.median(io_time(r["alone"]) for r in rounds)
+    rows = []
+    for r in rounds:
+        measured = io_time(r["beside"]) - base
+        pairs = [c for c in culprits.get(r["victim"], []) if c["culprit"] == r["culprit_job"]]
+        est = sum(float(c["delay_s"]) for c in pairs)
+        rows.append({"victim": r["victim"], "measured_s": round(measured, 2),
+                     "estimated_s": round(est, 2),
+                     "error": round(abs(est - measured) / measured, 3) if measured > 0 else None,
+                     "found": bool(pairs)})  # fmt: skip
+    errs = [x["error"] for x in rows if x["error"] is not None]
+    return {"alone_median_s": round(base, 2), "rows": rows,
+            "median_error": statistics.median(errs) if errs else None,
+            "found": sum(x["found"] for x in rows)}  # fmt: skip
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--server", type=int, default=0, help="index of the shared chunkserver")
+    p.add_argument("--victim-ranks", type=int, default=4)
+    p.add_argument("--victim-kib", type=int, default=1024)
+    p.add_argument("--victim-blocks", type=int, default=48)
+    p.add_argument("--culprit-ranks", type=int, default=8)
+    p.add_argument("--culprit-kib", type=int, default=4096)
+    p.add_argument("--culprit-blocks", type=int, default=48)
+    p.add_argument("--lead", type=float, default=5.0)
+    p.add_argument("--gap", type=float, default=20.0)
+    p.add_argument("--state", default="/tmp/iolens-lab-interference")
+    p.add_argument("--port", type=int, default=28494)
+    p.add_argument("--port-base", type=int, default=19919)
+    p.add_argument("--json", default=None)
+    p.add_argument("--keep", action="store_true", help="leave the lab up")
+    args = p.parse_args()
+    state = Path(args.state)
+    lab = Lab(lab=state / "lab", port_base=args.port_base)
+    lab.up()
+    try:
+        obs = Observatory(
+            state / "iolens",
+            master=f"{lab.master['ip']}:{lab.master['cl_port']}",
+            nodes={n.name: n.ip for n in lab.nodes.values()},
+            port=args.port,
+        )
+        obs.start()
+        try:
+            rounds = run_rounds(args, lab, obs)
+            time.sleep(150)  # the last chart minute, then the agents' next rounds
+        finally:
+            obs.stop()
+        obs.analyze()
+        culprits = {
+            r["victim"]: json.loads(
+                obs._run("interference", r["victim"], "--db", str(obs.db), "--json")
+            )["culprits"]
+            for r in rounds
+        }
+        out = score(rounds, culprits)
+        out["rounds"] = rounds
+        out["culprits"] = culprits
+        if args.json:
+            Path(args.json).write_text(json.dumps(out, indent=1, default=str))
+        print(json.dumps({k: v for k, v in out.items() if k not in ("rounds", "culprits")}))
+    finally:
+        lab.stop_all()
+        if not args.keep:
+            lab.down()
+
+
+if __name__ == "__main__":
+    main()

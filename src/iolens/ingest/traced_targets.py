@@ -1,0 +1,149 @@
+"""Per-job work on each storage target, from the job's traced calls and its files' layouts.
+
+Lustre servers count every job's requests themselves (jobstats): the `ost` rows with a
+`job_id` that the interference analysis, the component detectors' culprit lists and the
+job page's server layer read. A MooseFS chunkserver (or a Lustre OSS with jobstats off)
+counts only its totals. Where a traced job's files have a layout (`files.osts`: Lustre
+stripes from the tracer, MooseFS chunkservers from `mfsfileinfo`), its read and write
+calls say which targets served it, so the trace is attributed to them here, at ingest:
+
+* a record of `count` calls between `t_start` and `t_end` is spread over the minutes it
+  overlaps in proportion to the overlap (the tracer merges a run of like calls into one
+  record, so finer placement in time is not known);
+* its calls and bytes are split evenly over the file's targets (exact for a MooseFS file
+  whose chunks sit on one chunkserver, and on average for stripes and spread chunks: the
+  offsets of a merged record cover all of them alike);
+* `service_us` is the client-side time per call (the calls' measured duration), not the
+  server's handling time: it includes the network and the client's own queue, which is
+  what the job waited.
+
+Rows are binned on whole minutes (stamped at the minute's end, `interval_s` 60), the
+sample a MooseFS chunkserver reports, so they sit beside the target's own totals. They
+carry `source = 'trace'`. A target that reported per-job rows of its own around the
+trace's time is left alone: the server's jobstats are the better measure, and counting
+both would count the job twice.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from iolens.model.schema import SERVER_SAMPLES
+from iolens.store.base import Store
+
+BIN_S = 60
+SOURCE = "trace"
+#: Server job rows this close (s) to a trace's records mean the target has jobstats.
+NEARBY_S = 3600
+
+_SQL = f"""
+WITH r AS (
+  SELECT c.job_id, c.op, c.count::DOUBLE AS n, c.count::DOUBLE * coalesce(c.size, 0) AS b,
+    coalesce(c.dur_ns, 0)::DOUBLE AS dur, epoch(c.t_start) AS t0,
+    greatest(epoch(c.t_end), epoch(c.t_start)) AS t1, f.osts
+  FROM _iolens_tt_io c JOIN _iolens_tt_lay f USING (file_id)
+  WHERE c.op IN ('read', 'write') AND c.count > 0),
+binned AS (
+  SELECT *, unnest(range(floor(t0 / {BIN_S})::BIGINT,
+                         floor(t1 / {BIN_S})::BIGINT + 1)) AS bin FROM r),
+split AS (
+  SELECT job_id, op, n, b, dur, bin, unnest(osts) AS ost, len(osts) AS k,
+    CASE WHEN t1 > t0
+      THEN greatest(least(t1, (bin + 1) * {BIN_S}) - greatest(t0, bin * {BIN_S}), 0) / (t1 - t0)
+      ELSE 1.0 END AS frac
+  FROM binned)
+SELECT make_timestamp(((bin + 1) * {BIN_S} * 1000000)::BIGINT) AS ts,
+  {float(BIN_S)} AS interval_s, 'ost' AS kind, ost AS component_id, job_id,
+  round(sum(b * frac / k) FILTER (WHERE op = 'read'))::BIGINT AS read_bytes,
+  round(sum(b * frac / k) FILTER (WHERE op = 'write'))::BIGINT AS write_bytes,
+  round(sum(n * frac / k) FILTER (WHERE op = 'read'))::BIGINT AS read_ops,
+  round(sum(n * frac / k) FILTER (WHERE op = 'write'))::BIGINT AS write_ops,
+  sum(dur * frac / k) / 1000.0 / nullif(sum(n * frac / k), 0) AS service_us,
+  '{SOURCE}' AS source
+FROM split WHERE frac > 0
+GROUP BY ALL
+HAVING sum(n * frac / k) >= 0.5
+ORDER BY ts, component_id, job_id
+"""
+
+
+def target_rows(store: Store, client_io: pa.Table, files: pa.Table | None) -> pa.Table | None:
+    """The `server_samples` job rows the traced calls in `client_io` imply, or None.
+
+    Layouts come from `files` (the batch's own); targets with jobstats of their own are
+    skipped, and known to be skipped without a query once seen (`_JOBSTATS`)."""
+    lay = _layouts(files)
+    if client_io.num_rows == 0 or lay.num_rows == 0:
+        return None
+    targets = set(pc.list_flatten(lay.column("osts")).to_pylist())
+    served = _with_jobstats(store, targets, client_io)
+    if targets <= served:  # a Lustre site with jobstats: nothing to attribute
+        return None
+    io = client_io.select(["job_id", "op", "file_id", "count", "size", "dur_ns", "t_start",
+                           "t_end"])  # fmt: skip
+    store.register("_iolens_tt_io", io)
+    store.register("_iolens_tt_lay", lay)
+    try:
+        rows = store.query(_SQL)
+    finally:
+        store.unregister("_iolens_tt_io")
+        store.unregister("_iolens_tt_lay")
+    if served and rows.num_rows:  # a file's calls stay split over all its targets
+        rows = rows.filter(
+            pc.invert(pc.is_in(rows.column("component_id"), pa.array(sorted(served))))
+        )
+    if rows.num_rows == 0:
+        return None
+    missing = [f for f in SERVER_SAMPLES if f.name not in rows.column_names]
+    for f in missing:
+        rows = rows.append_column(f, pa.nulls(rows.num_rows, f.type))
+    return rows.select(SERVER_SAMPLES.names).cast(SERVER_SAMPLES)
+
+
+def _layouts(files: pa.Table | None) -> pa.Table:
+    """file_id -> distinct targets, from the batch's own files: a trace carries the layouts
+    of the files it touched (the tracer's Lustre stripes, the agent's MooseFS answer), so
+    ingest never searches the store for them."""
+    ids, osts = [], []
+    if files is not None and files.num_rows and "osts" in files.column_names:
+        for fid, where in zip(
+            files.column("file_id").to_pylist(), files.column("osts").to_pylist(), strict=True
+        ):
+            if where:
+                ids.append(fid)
+                osts.append(list(dict.fromkeys(where)))
+    return pa.table(
+        {"file_id": pa.array(ids, pa.int64()), "osts": pa.array(osts, pa.list_(pa.string()))}
+    )
+
+
+#: Per store, the targets seen reporting per-job rows of their own (a target does not lose
+#: jobstats), so a Lustre site's traces cost one query per target, not one per batch.
+_JOBSTATS: weakref.WeakKeyDictionary[Store, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _with_jobstats(store: Store, targets: set[str], client_io: pa.Table) -> set[str]:
+    """Those of `targets` that reported per-job rows of their own near the trace's time."""
+    known = _JOBSTATS.setdefault(store, set())
+    ask = sorted(targets - known)
+    if not ask:
+        return targets & known
+    lo = pc.min(client_io.column("t_start")).as_py()
+    hi = pc.max(client_io.column("t_end")).as_py()
+    store.register("_iolens_tt_targets", pa.table({"c": pa.array(ask, pa.string())}))
+    try:
+        found = store.query(
+            "SELECT DISTINCT component_id FROM server_samples "
+            "JOIN _iolens_tt_targets ON component_id = c "
+            "WHERE kind = 'ost' AND job_id IS NOT NULL AND source IS NULL "
+            f"AND ts BETWEEN ?::TIMESTAMP - INTERVAL {NEARBY_S} SECOND "
+            f"AND ?::TIMESTAMP + INTERVAL {NEARBY_S} SECOND",
+            [lo, hi],
+        )
+    finally:
+        store.unregister("_iolens_tt_targets")
+    known |= set(found.column("component_id").to_pylist())
+    return targets & known
