@@ -36,7 +36,7 @@ import statistics
 import sys
 import time
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -95,9 +95,9 @@ def overlap(a0: float, a1: float, b0: float, b1: float) -> float:
     return max(0.0, min(a1, b1) - max(a0, b0))
 
 
-def _ts(v: Any) -> float:
-    if v is None:
-        return time.time()
+def _ts(v: Any, open_end: float | None = None) -> float:
+    if v is None:  # an episode still open: it ends where the data does
+        return open_end if open_end is not None else time.time()
     if isinstance(v, str):
         v = datetime.fromisoformat(v)
     return v.replace(tzinfo=UTC).timestamp()
@@ -108,8 +108,11 @@ def score(
     episodes: list[dict[str, Any]],
     online: dict[datetime, list[dict[str, Any]]],
     mdt: str,
+    data_end: float | None = None,
 ) -> dict[str, Any]:
-    """Per kind: recall, precision, span IoU, time to detect; storms: culprit named."""
+    """Per kind: recall, precision, span IoU, time to detect; storms: culprit named.
+    Episodes still open end at `data_end` (the last sample), in the online replay at the
+    replayed time."""
     slack = 120.0  # minute granularity of the servers' accounting, on each side
     out: dict[str, Any] = {}
     for kind, det in KIND_OF.items():
@@ -126,13 +129,13 @@ def score(
             hit = [
                 i for i, e in enumerate(eps)
                 if e["component"] == comp(f)
-                and overlap(_ts(e["start"]), _ts(e["end"]), f0 - slack, f1 + slack) > 0
+                and overlap(_ts(e["start"]), _ts(e["end"], data_end), f0 - slack, f1 + slack) > 0
             ]  # fmt: skip
             matched |= set(hit)
             row: dict[str, Any] = {"fault": f, "found": bool(hit)}
             if hit:
                 e0 = min(_ts(eps[i]["start"]) for i in hit)
-                e1 = max(_ts(eps[i]["end"]) for i in hit)
+                e1 = max(_ts(eps[i]["end"], data_end) for i in hit)
                 inter = overlap(e0, e1, f0, f1)
                 row["iou"] = inter / (max(e1, f1) - min(e0, f0))
                 row["episode"] = [e0, e1]
@@ -150,7 +153,10 @@ def score(
                 t.timestamp() for t, found in sorted(online.items())
                 if any(
                     x["kind"] == det and x["component"] == comp(f)
-                    and overlap(_ts(x["start"]), _ts(x["end"]), f0 - slack, f1 + slack) > 0
+                    and overlap(
+                        _ts(x["start"]), _ts(x["end"]) if x["end"] else t.timestamp(),
+                        f0 - slack, f1 + slack,
+                    ) > 0  # an episode still open at `t` ends there, not now
                     for x in found
                 )
             ]  # fmt: skip
@@ -234,7 +240,7 @@ def run(args: argparse.Namespace, lab: Lab | None = None) -> dict[str, Any]:
         lab.stop_all()
         episodes = obs.analyze()
         online = obs.detect_at(minutes(started, datetime.now(UTC)))
-        result = score(lab.truth(), episodes, online, obs.mdt)
+        result = score(lab.truth(), episodes, online, obs.mdt, time.time())
         result["config"] = vars(args)
         return result
     finally:
@@ -242,6 +248,28 @@ def run(args: argparse.Namespace, lab: Lab | None = None) -> dict[str, Any]:
         lab.stop_all()
         if own and not args.keep:
             lab.down()
+
+
+def rescore(args: argparse.Namespace) -> dict[str, Any]:
+    """Analyse and score a finished run again from its state (`--state`): its store and
+    ground truth stay after the lab is gone, so a run cut short after its last fault (or
+    scored by an older iolens) need not be repeated."""
+    from iolens.store.duckdb_store import DuckDBStore
+
+    state = Path(args.state)
+    obs = Observatory(state / "iolens", master=args.rescore, nodes={}, port=args.port)
+    store = DuckDBStore(obs.db, create=False, read_only=True)
+    try:
+        span = store.query("SELECT min(ts) AS a, max(ts) AS b FROM server_samples").to_pylist()[0]
+    finally:
+        store.close()
+    truth = [json.loads(x) for x in (state / "truth.jsonl").read_text().splitlines() if x]
+    episodes = obs.analyze()
+    online = obs.detect_at(minutes(span["a"], span["b"] + timedelta(minutes=1)))
+    end = span["b"].replace(tzinfo=UTC).timestamp()
+    result = score(truth, episodes, online, obs.mdt, end)
+    result["config"] = vars(args)
+    return result
 
 
 def main() -> None:
@@ -258,8 +286,11 @@ def main() -> None:
     p.add_argument("--port-base", type=int, default=19819)
     p.add_argument("--json", default=None, help="write the full result here")
     p.add_argument("--keep", action="store_true", help="leave the lab up")
+    p.add_argument(
+        "--rescore", metavar="MASTER", help="score the run kept in --state again (IP:PORT)"
+    )
     args = p.parse_args()
-    result = run(args)
+    result = rescore(args) if args.rescore else run(args)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1, default=str))
     for kind in KIND_OF:

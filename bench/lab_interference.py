@@ -114,7 +114,7 @@ def score(rounds: list[dict[str, Any]], culprits: dict[str, list[dict[str, Any]]
     rows = []
     for r in rounds:
         measured = io_time(r["beside"]) - base
-        pairs = [c for c in culprits.get(r["victim"], []) if c["culprit"] == r["culprit_job"]]
+        pairs = [c for c in culprits.get(r["victim"], []) if c["job_id"] == r["culprit_job"]]
         est = sum(float(c["delay_s"]) for c in pairs)
         rows.append({"victim": r["victim"], "measured_s": round(measured, 2),
                      "estimated_s": round(est, 2),

@@ -29,7 +29,7 @@ sys.path[:0] = [str(ROOT / "src")]
 
 from iolens.ingest import traced_targets  # noqa: E402
 from iolens.model.batch import Batch  # noqa: E402
-from iolens.model.schema import CLIENT_IO, FILES, SERVER_SAMPLES  # noqa: E402
+from iolens.model.schema import CLIENT_IO, FILES, METRICS, SERVER_SAMPLES  # noqa: E402
 from iolens.store import open_store  # noqa: E402
 
 T0 = datetime(2026, 5, 1)
@@ -96,6 +96,11 @@ def main() -> None:
             open_store(str(Path(d) / "s.duckdb"), create=True) as s,
         ):
             load_mod.load(s, Batch("seed", server_samples=server_rows(a.samples, jobstats)))
+            if not jobstats:
+                declared = [{"ts": T0 + timedelta(hours=11), "interval_s": 10.0, "kind": "ost",
+                             "component_id": o, "metric": "jobstats", "value": 0.0}
+                            for o in OSTS]  # fmt: skip
+                load_mod.load(s, Batch("moosefs", metrics=pa.Table.from_pylist(declared, METRICS)))
             times: dict[bool, list[float]] = {True: [], False: []}
             for i in range(a.repeat):
                 for on in (False, True):

@@ -13,7 +13,7 @@ import pyarrow as pa
 from iolens.analyze.jobs import service
 from iolens.ingest import load
 from iolens.model.batch import Batch
-from iolens.model.schema import CLIENT_IO, FILES, JOBS, SERVER_SAMPLES
+from iolens.model.schema import CLIENT_IO, FILES, JOBS, METRICS, SERVER_SAMPLES
 from iolens.store import open_store
 
 CS = "192.0.2.2:19423"
@@ -38,7 +38,16 @@ def test_traced_rows_share_the_chunkserver_and_leave_the_rest_to_others(tmp_path
     files = [{"file_id": 1, "path": "/mfs/a", "stripe_size": None, "osts": [CS]},
              {"file_id": 2, "path": "/mfs/b", "stripe_size": None, "osts": [CS]}]  # fmt: skip
     with open_store(str(tmp_path / "s.duckdb"), create=True) as store:
-        load(store, Batch("mfs", server_samples=pa.Table.from_pylist([total], SERVER_SAMPLES)))
+        declared = {"ts": T0, "interval_s": 10.0, "kind": "ost", "component_id": CS,
+                    "metric": "jobstats", "value": 0.0}  # fmt: skip
+        load(
+            store,
+            Batch(
+                "mfs",
+                server_samples=pa.Table.from_pylist([total], SERVER_SAMPLES),
+                metrics=pa.Table.from_pylist([declared], METRICS),
+            ),
+        )
         load(
             store,
             Batch(

@@ -13,7 +13,7 @@ from iolens.analyze.jobs.crosslayer import layer_series
 from iolens.ingest import load
 from iolens.ingest.traced_targets import BIN_S, target_rows
 from iolens.model.batch import Batch
-from iolens.model.schema import SERVER_SAMPLES
+from iolens.model.schema import METRICS
 from iolens.store import open_store
 from iolens.store.base import Store
 from iolens.tracefile import batch_of, decode
@@ -49,6 +49,17 @@ def traced(tmp_path: Path) -> tuple[Batch, Path]:
     return batch_of(decode(path), layouts=layouts), tmp_path
 
 
+def _declared(store: Store, when: datetime, *targets: str) -> None:
+    """The `moosefs` source's word, every round, that a chunkserver has no jobstats."""
+    rows = [{"ts": when, "interval_s": 10.0, "kind": "ost", "component_id": t,
+             "metric": "jobstats", "value": 0.0} for t in targets]  # fmt: skip
+    load(store, Batch(source="moosefs", metrics=pa.Table.from_pylist(rows, METRICS)))
+
+
+def _first(batch: Batch) -> datetime:
+    return batch.client_io.column("t_start")[0].as_py()  # type: ignore[union-attr]
+
+
 def _trace_rows(store: Store) -> list[dict]:
     return store.query(
         "SELECT component_id, sum(write_bytes) AS wb, sum(read_bytes) AS rb, "
@@ -62,6 +73,7 @@ def _trace_rows(store: Store) -> list[dict]:
 def test_the_trace_lands_on_its_files_chunkservers(traced: tuple[Batch, Path]) -> None:
     batch, tmp = traced
     with open_store(str(tmp / "s.duckdb"), create=True) as store:
+        _declared(store, _first(batch), CS1, CS2)
         load(store, batch)
         rows = _trace_rows(store)
         page = layer_series(store, "77")
@@ -81,22 +93,17 @@ def test_the_trace_lands_on_its_files_chunkservers(traced: tuple[Batch, Path]) -
         assert r["svc"] > 0
 
 
-def test_a_target_with_jobstats_of_its_own_is_not_counted_twice(
-    traced: tuple[Batch, Path],
-) -> None:
+def test_only_targets_without_jobstats_get_rows(traced: tuple[Batch, Path]) -> None:
+    """A Lustre OST counts every job itself (jobstats), whether its rows arrive before or
+    after the trace: only the chunkserver that said it keeps none gets the trace's rows,
+    and b.dat's half on it stays a half."""
     batch, tmp = traced
-    t0 = batch.client_io.column("t_start")[0].as_py()  # type: ignore[union-attr]
-    row = {"ts": t0, "interval_s": 5.0, "kind": "ost", "component_id": CS2, "job_id": "other",
-           "write_bytes": 4096, "write_ops": 1}  # fmt: skip
-    jobstats = pa.Table.from_pylist(
-        [{f.name: row.get(f.name) for f in SERVER_SAMPLES if f.name != "source"}],
-        schema=pa.schema([f for f in SERVER_SAMPLES if f.name != "source"]),
-    )  # as an agent of the previous schema ships it: no `source`
     with open_store(str(tmp / "s.duckdb"), create=True) as store:
-        load(store, Batch(source="lustre-oss", server_samples=jobstats))
+        _declared(store, _first(batch), CS1)
         load(store, batch)
         rows = _trace_rows(store)
     assert [r["component_id"] for r in rows] == [CS1]
+    assert rows[0]["wb"] == 6 * 65536 + 3 * 131072 // 2
 
 
 def test_a_record_over_two_minutes_is_split_by_its_overlap(tmp_path: Path) -> None:
@@ -119,6 +126,7 @@ def test_a_record_over_two_minutes_is_split_by_its_overlap(tmp_path: Path) -> No
         {"file_id": pa.array([5], pa.int64()), "osts": pa.array([[CS1]], pa.list_(pa.string()))}
     )
     with open_store(str(tmp_path / "s.duckdb"), create=True) as store:
+        _declared(store, start, CS1)
         rows = target_rows(store, io, files)
     assert rows is not None
     got = {r["ts"]: (r["write_ops"], r["write_bytes"], r["service_us"]) for r in rows.to_pylist()}

@@ -42,6 +42,7 @@ def samples(n: int, start_s: int = 0, component: str = "ost1") -> pa.Table:
             "service_us": [2.0] * n,
             "queue_len": [0.5] * n,
             "active_threads": [1.0] * n,
+            "source": pa.nulls(n, pa.string()),
         },
         schema=SERVER_SAMPLES,
     )

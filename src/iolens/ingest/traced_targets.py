@@ -19,14 +19,18 @@ calls say which targets served it, so the trace is attributed to them here, at i
 
 Rows are binned on whole minutes (stamped at the minute's end, `interval_s` 60), the
 sample a MooseFS chunkserver reports, so they sit beside the target's own totals. They
-carry `source = 'trace'`. A target that reported per-job rows of its own around the
-trace's time is left alone: the server's jobstats are the better measure, and counting
-both would count the job twice.
+carry `source = 'trace'`. Only targets whose source said they keep no per-job statistics
+get them (the `ost` gauge `jobstats` = 0, which the `moosefs` source reports for every
+chunkserver): a Lustre OST's jobstats are the better measure, and counting both would
+count the job twice, whichever of the trace and the jobstats arrived first. The source
+must have reported the target once before the trace arrives (it does every round).
 """
 
 from __future__ import annotations
 
+import time
 import weakref
+from datetime import datetime
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -36,8 +40,6 @@ from iolens.store.base import Store
 
 BIN_S = 60
 SOURCE = "trace"
-#: Server job rows this close (s) to a trace's records mean the target has jobstats.
-NEARBY_S = 3600
 
 _SQL = f"""
 WITH r AS (
@@ -73,14 +75,14 @@ ORDER BY ts, component_id, job_id
 def target_rows(store: Store, client_io: pa.Table, files: pa.Table | None) -> pa.Table | None:
     """The `server_samples` job rows the traced calls in `client_io` imply, or None.
 
-    Layouts come from `files` (the batch's own); targets with jobstats of their own are
-    skipped, and known to be skipped without a query once seen (`_JOBSTATS`)."""
+    Layouts come from `files` (the batch's own); only targets whose source said they keep
+    no per-job statistics get rows."""
     lay = _layouts(files)
     if client_io.num_rows == 0 or lay.num_rows == 0:
         return None
     targets = set(pc.list_flatten(lay.column("osts")).to_pylist())
-    served = _with_jobstats(store, targets, client_io)
-    if targets <= served:  # a Lustre site with jobstats: nothing to attribute
+    bare = _without_jobstats(store, targets, pc.min(client_io.column("t_start")).as_py())
+    if not bare:  # Lustre: its servers count every job themselves
         return None
     io = client_io.select(["job_id", "op", "file_id", "count", "size", "dur_ns", "t_start",
                            "t_end"])  # fmt: skip
@@ -91,10 +93,8 @@ def target_rows(store: Store, client_io: pa.Table, files: pa.Table | None) -> pa
     finally:
         store.unregister("_iolens_tt_io")
         store.unregister("_iolens_tt_lay")
-    if served and rows.num_rows:  # a file's calls stay split over all its targets
-        rows = rows.filter(
-            pc.invert(pc.is_in(rows.column("component_id"), pa.array(sorted(served))))
-        )
+    if bare != targets and rows.num_rows:  # a file's calls stay split over all its targets
+        rows = rows.filter(pc.is_in(rows.column("component_id"), pa.array(sorted(bare))))
     if rows.num_rows == 0:
         return None
     missing = [f for f in SERVER_SAMPLES if f.name not in rows.column_names]
@@ -120,30 +120,36 @@ def _layouts(files: pa.Table | None) -> pa.Table:
     )
 
 
-#: Per store, the targets seen reporting per-job rows of their own (a target does not lose
-#: jobstats), so a Lustre site's traces cost one query per target, not one per batch.
-_JOBSTATS: weakref.WeakKeyDictionary[Store, set[str]] = weakref.WeakKeyDictionary()
+#: Per store, the targets known to keep no per-job statistics (a target does not gain
+#: jobstats), and when each other target was last asked about: a Lustre site's traces
+#: cost one query per new target every `REASK_S`, not one per batch.
+_NO_JOBSTATS: weakref.WeakKeyDictionary[Store, set[str]] = weakref.WeakKeyDictionary()
+_ASKED: weakref.WeakKeyDictionary[Store, dict[str, float]] = weakref.WeakKeyDictionary()
+REASK_S = 600.0
+#: The `jobstats` gauge is looked for this far (s) before the trace: sources report it
+#: every round, and the bound lets the store skip older data.
+LOOKBACK_S = 86400
 
 
-def _with_jobstats(store: Store, targets: set[str], client_io: pa.Table) -> set[str]:
-    """Those of `targets` that reported per-job rows of their own near the trace's time."""
-    known = _JOBSTATS.setdefault(store, set())
-    ask = sorted(targets - known)
-    if not ask:
-        return targets & known
-    lo = pc.min(client_io.column("t_start")).as_py()
-    hi = pc.max(client_io.column("t_end")).as_py()
-    store.register("_iolens_tt_targets", pa.table({"c": pa.array(ask, pa.string())}))
-    try:
-        found = store.query(
-            "SELECT DISTINCT component_id FROM server_samples "
-            "JOIN _iolens_tt_targets ON component_id = c "
-            "WHERE kind = 'ost' AND job_id IS NOT NULL AND source IS NULL "
-            f"AND ts BETWEEN ?::TIMESTAMP - INTERVAL {NEARBY_S} SECOND "
-            f"AND ?::TIMESTAMP + INTERVAL {NEARBY_S} SECOND",
-            [lo, hi],
-        )
-    finally:
-        store.unregister("_iolens_tt_targets")
-    known |= set(found.column("component_id").to_pylist())
+def _without_jobstats(store: Store, targets: set[str], since: datetime) -> set[str]:
+    """Those of `targets` whose source said they keep no per-job statistics (the gauge
+    `jobstats` = 0 a MooseFS agent reports for every chunkserver)."""
+    known = _NO_JOBSTATS.setdefault(store, set())
+    asked = _ASKED.setdefault(store, {})
+    now = time.monotonic()
+    ask = sorted(t for t in targets - known if now - asked.get(t, -REASK_S) >= REASK_S)
+    if ask:
+        store.register("_iolens_tt_targets", pa.table({"c": pa.array(ask, pa.string())}))
+        try:
+            found = store.query(
+                "SELECT DISTINCT component_id FROM metrics "
+                "JOIN _iolens_tt_targets ON component_id = c "
+                "WHERE kind = 'ost' AND metric = 'jobstats' AND value = 0 AND job_id IS NULL "
+                f"AND ts >= ?::TIMESTAMP - INTERVAL {LOOKBACK_S} SECOND",
+                [since],
+            )
+        finally:
+            store.unregister("_iolens_tt_targets")
+        known |= set(found.column("component_id").to_pylist())
+        asked.update(dict.fromkeys(ask, now))
     return targets & known

@@ -13,7 +13,9 @@ What lands where (`iolens.parse.moosefs` reads the text):
   `write_bytes`, and `service_us` = (rtime + wtime) / those ops, the mean time per disk
   operation (the `[usecs]` of a Lustre OST); the chart `load` -> `oss` `queue_max`, the
   most operations queued in the minute;
-- `-SCS` -> `ost` gauges `chunks`, `space_used_bytes`, `space_total_bytes`;
+- `-SCS` -> `ost` gauges `chunks`, `space_used_bytes`, `space_total_bytes`, and
+  `jobstats` = 0: the target keeps no per-job statistics, so ingest attributes the jobs'
+  traces to it (`ingest/traced_targets.py`);
 - `-SHD -m 1` (the last minute, per disk) -> `disk` `IP:PORT:PATH` gauges `read_us`,
   `write_us`, `fsync_us` (means), `read_ops`, `write_ops`, `fsync_ops`, `disk_ok`;
 - master charts, per minute -> `mdt` `mfsmeta@IP:PORT` `md_ops` (every metadata operation
@@ -197,6 +199,7 @@ class MoosefsSource:
                 ("chunks", cs.chunks),
                 ("space_used_bytes", cs.used_bytes),
                 ("space_total_bytes", cs.total_bytes),
+                ("jobstats", 0),  # no per-job statistics: ingest attributes the traces
             ):
                 yield Reading(
                     "ost",
