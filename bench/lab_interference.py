@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -85,6 +86,14 @@ def io_time(r: dict[str, Any]) -> float:
 def run_rounds(args: argparse.Namespace, lab: Lab, obs: Observatory) -> list[dict[str, Any]]:
     exe = build(Path(args.state) / "bin")
     cs = lab.chunkservers[args.server]
+    need = (args.culprit_ranks * args.culprit_kib + 2 * args.victim_ranks * args.victim_kib
+            ) * 1024 * max(args.culprit_blocks, args.victim_blocks)  # fmt: skip
+    free = shutil.disk_usage(cs.disk).free
+    if need > 0.9 * free:  # a full chunkserver stalls its writers instead of failing them
+        raise SystemExit(
+            f"lab_interference: a round needs {need >> 20} MiB on chunkserver {cs.id}, which "
+            f"has {free >> 20} MiB free (LAB_DISK_MB of scripts/mfslab.sh); use fewer blocks"
+        )
     rounds = []
     for k in range(args.rounds):
         dirs = {}
@@ -101,6 +110,8 @@ def run_rounds(args: argparse.Namespace, lab: Lab, obs: Observatory) -> list[dic
         time.sleep(args.lead)
         beside = result(mpi(exe, f"v{k}with", "nn", dirs["victim"] / "w", *vargs))
         c = result(culprit)
+        for d in dirs.values():  # the shared chunkserver's disk is small (LAB_DISK_MB)
+            shutil.rmtree(d, ignore_errors=True)
         rounds.append({"round": k, "alone": alone, "beside": beside, "culprit": c,
                        "victim": f"v{k}with", "culprit_job": f"c{k}"})  # fmt: skip
         print(f"round {k}: victim alone {io_time(alone):.1f} s, beside {io_time(beside):.1f} s,"
@@ -132,10 +143,10 @@ def main() -> None:
     p.add_argument("--server", type=int, default=0, help="index of the shared chunkserver")
     p.add_argument("--victim-ranks", type=int, default=4)
     p.add_argument("--victim-kib", type=int, default=1024)
-    p.add_argument("--victim-blocks", type=int, default=48)
+    p.add_argument("--victim-blocks", type=int, default=24)
     p.add_argument("--culprit-ranks", type=int, default=8)
     p.add_argument("--culprit-kib", type=int, default=4096)
-    p.add_argument("--culprit-blocks", type=int, default=48)
+    p.add_argument("--culprit-blocks", type=int, default=8)
     p.add_argument("--lead", type=float, default=5.0)
     p.add_argument("--gap", type=float, default=20.0)
     p.add_argument("--state", default="/tmp/iolens-lab-interference")
