@@ -86,8 +86,10 @@ def io_time(r: dict[str, Any]) -> float:
 def run_rounds(args: argparse.Namespace, lab: Lab, obs: Observatory) -> list[dict[str, Any]]:
     exe = build(Path(args.state) / "bin")
     cs = lab.chunkservers[args.server]
-    need = (args.culprit_ranks * args.culprit_kib + 2 * args.victim_ranks * args.victim_kib
-            ) * 1024 * max(args.culprit_blocks, args.victim_blocks)  # fmt: skip
+    shutil.rmtree(lab.mount / "interference", ignore_errors=True)  # an earlier run's files
+    time.sleep(5)  # the chunkserver frees its chunks a moment after the unlink (trash 0)
+    need = 1024 * (args.culprit_ranks * args.culprit_kib * args.culprit_blocks
+                   + 2 * args.victim_ranks * args.victim_kib * args.victim_blocks)  # fmt: skip
     free = shutil.disk_usage(cs.disk).free
     if need > 0.9 * free:  # a full chunkserver stalls its writers instead of failing them
         raise SystemExit(
@@ -101,6 +103,7 @@ def run_rounds(args: argparse.Namespace, lab: Lab, obs: Observatory) -> list[dic
             d = lab.mount / "interference" / f"{who}{k}"
             d.mkdir(parents=True, exist_ok=True)
             run(["mfssetsclass", f"cs{cs.label}", str(d)])
+            run(["mfssettrashtime", "0", str(d)])  # removed files free their chunks now
             dirs[who] = Path(lab.nodes[node].mount) / "interference" / f"{who}{k}"
         vargs = (args.victim_ranks, args.victim_kib, args.victim_blocks, obs.trace_spool)
         alone = result(mpi(exe, f"v{k}alone", "nn", dirs["victim"] / "a", *vargs))
@@ -143,10 +146,10 @@ def main() -> None:
     p.add_argument("--server", type=int, default=0, help="index of the shared chunkserver")
     p.add_argument("--victim-ranks", type=int, default=4)
     p.add_argument("--victim-kib", type=int, default=1024)
-    p.add_argument("--victim-blocks", type=int, default=24)
+    p.add_argument("--victim-blocks", type=int, default=16)
     p.add_argument("--culprit-ranks", type=int, default=8)
     p.add_argument("--culprit-kib", type=int, default=4096)
-    p.add_argument("--culprit-blocks", type=int, default=8)
+    p.add_argument("--culprit-blocks", type=int, default=6)
     p.add_argument("--lead", type=float, default=5.0)
     p.add_argument("--gap", type=float, default=20.0)
     p.add_argument("--state", default="/tmp/iolens-lab-interference")
