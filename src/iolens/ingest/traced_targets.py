@@ -2,8 +2,8 @@
 
 Lustre servers count every job's requests themselves (jobstats): the `ost` rows with a
 `job_id` that the interference analysis, the component detectors' culprit lists and the
-job page's server layer read. A MooseFS chunkserver (or a Lustre OSS with jobstats off)
-counts only its totals. Where a traced job's files have a layout (`files.osts`: Lustre
+job page's server layer read. A MooseFS chunkserver counts only its totals. Where a
+traced job's files have a layout (`files.osts`: Lustre
 stripes from the tracer, MooseFS chunkservers from `mfsfileinfo`), its read and write
 calls say which targets served it, so the trace is attributed to them here, at ingest:
 
