@@ -135,3 +135,28 @@ def test_a_record_over_two_minutes_is_split_by_its_overlap(tmp_path: Path) -> No
         datetime(2026, 1, 1, 0, 2): (300, 300 << 20, pytest.approx(150_000.0)),
     }
     assert set(rows.column("interval_s").to_pylist()) == {float(BIN_S)}
+
+
+def test_the_scale_out_writer_attributes_the_trace_alike(traced: tuple[Batch, Path]) -> None:
+    """The dataset's ingest server cannot query its data: it learns which targets keep no
+    jobstats from the `moosefs` batches it writes, and gives the trace the same rows the
+    embedded store does (loaded in one group commit, the declaration first or not)."""
+    from iolens.ingest.load import load_segments
+    from iolens.store.dataset import DatasetStore
+    from iolens.store.segments import SegmentWriter
+
+    batch, tmp = traced
+    rows = [{"ts": _first(batch), "interval_s": 10.0, "kind": "ost", "component_id": CS1,
+             "metric": "jobstats", "value": 0.0}]  # fmt: skip
+    declared = Batch(source="moosefs", key="m1", metrics=pa.Table.from_pylist(rows, METRICS))
+    root = tmp / "ds"
+    with SegmentWriter(root, "g1", fsync=False) as w:
+        load_segments(w, [batch, declared])
+    with DatasetStore(root, read_only=True) as ds:
+        got = _trace_rows(ds)
+    with open_store(str(tmp / "s.duckdb"), create=True) as store:
+        load(store, declared)
+        load(store, batch)
+        want = _trace_rows(store)
+    assert [r["component_id"] for r in got] == [CS1]
+    assert got == want

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from iolens.errors import InputError
 from iolens.ingest.importers.trace import own_jobs
-from iolens.ingest.traced_targets import target_rows
+from iolens.ingest.traced_targets import Declared, target_rows
 from iolens.model.batch import Batch
 from iolens.model.schema import MERGED_BY_KEY, TABLES, job_precedence_sql
 from iolens.store.base import Store
+
+if TYPE_CHECKING:
+    from iolens.store.segments import SegmentWriter
 
 
 def load(store: Store, batch: Batch) -> dict[str, int]:
@@ -101,6 +106,34 @@ def load_many(store: Store, batches: list[Batch]) -> list[dict[str, int]]:
                 ),
             )
     return counts
+
+
+_DECLARED: weakref.WeakKeyDictionary[SegmentWriter, Declared] = weakref.WeakKeyDictionary()
+
+
+def load_segments(writer: SegmentWriter, batches: list[Batch]) -> list[dict[str, int]]:
+    """The scale-out ingest server's loader: `load_many`'s trace attribution, then the
+    group's segments. The writer cannot query its dataset, so which targets keep no
+    jobstats is learned from the batches it sees (`Declared`)."""
+    declared = _DECLARED.setdefault(writer, Declared())
+    tables: list[dict[str, pa.Table] | None] = []
+    for b in batches:
+        try:
+            tables.append(b.conformed())
+        except InputError:
+            tables.append(None)  # the writer names the problem
+    for t in tables:
+        if t is not None and "metrics" in t:
+            declared.learn(t["metrics"])
+    out = []
+    for b, t in zip(batches, tables, strict=True):
+        derived = declared.attribute(t) if t is not None else None
+        if derived is not None:
+            own = t.get("server_samples")  # type: ignore[union-attr]
+            both = derived if own is None else pa.concat_tables([own, derived])
+            b = dataclasses.replace(b, server_samples=both)
+        out.append(b)
+    return writer.load_many(out)
 
 
 def _conformed(batch: Batch) -> dict[str, pa.Table]:

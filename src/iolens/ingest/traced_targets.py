@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import time
 import weakref
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -82,17 +84,31 @@ def target_rows(store: Store, client_io: pa.Table, files: pa.Table | None) -> pa
         return None
     targets = set(pc.list_flatten(lay.column("osts")).to_pylist())
     bare = _without_jobstats(store, targets, pc.min(client_io.column("t_start")).as_py())
+    return _derive(store, client_io, lay, targets, bare)
+
+
+class Engine(Protocol):
+    """What the derivation needs of a SQL engine: a store, or `_Scratch`."""
+
+    def register(self, name: str, data: pa.Table) -> None: ...
+    def unregister(self, name: str) -> None: ...
+    def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table: ...
+
+
+def _derive(
+    engine: Engine, client_io: pa.Table, lay: pa.Table, targets: set[str], bare: set[str]
+) -> pa.Table | None:
     if not bare:  # Lustre: its servers count every job themselves
         return None
     io = client_io.select(["job_id", "op", "file_id", "count", "size", "dur_ns", "t_start",
                            "t_end"])  # fmt: skip
-    store.register("_iolens_tt_io", io)
-    store.register("_iolens_tt_lay", lay)
+    engine.register("_iolens_tt_io", io)
+    engine.register("_iolens_tt_lay", lay)
     try:
-        rows = store.query(_SQL)
+        rows = engine.query(_SQL)
     finally:
-        store.unregister("_iolens_tt_io")
-        store.unregister("_iolens_tt_lay")
+        engine.unregister("_iolens_tt_io")
+        engine.unregister("_iolens_tt_lay")
     if bare != targets and rows.num_rows:  # a file's calls stay split over all its targets
         rows = rows.filter(pc.is_in(rows.column("component_id"), pa.array(sorted(bare))))
     if rows.num_rows == 0:
@@ -101,6 +117,54 @@ def target_rows(store: Store, client_io: pa.Table, files: pa.Table | None) -> pa
     for f in missing:
         rows = rows.append_column(f, pa.nulls(rows.num_rows, f.type))
     return rows.select(SERVER_SAMPLES.names).cast(SERVER_SAMPLES)
+
+
+class _Scratch:
+    """An in-memory DuckDB for a writer that cannot query its own data (the scale-out
+    ingest server writes segments and never reads them)."""
+
+    def __init__(self) -> None:
+        import duckdb
+
+        self.con = duckdb.connect()
+
+    def register(self, name: str, data: pa.Table) -> None:
+        self.con.register(name, data)
+
+    def unregister(self, name: str) -> None:
+        self.con.unregister(name)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
+        from iolens.store.duckdb_store import arrow_query
+
+        return arrow_query(self.con, sql, params, "trace attribution")
+
+
+class Declared:
+    """The targets declared without jobstats, learned from the batches passing through a
+    segment writer (the same `jobstats` = 0 gauge the store is asked for). A restarted
+    writer knows them again at the sources' next round (every minute); a trace loaded
+    before that gets no target rows, as one loaded before the first round does."""
+
+    def __init__(self) -> None:
+        self.bare: set[str] = set()
+
+    def learn(self, metrics: pa.Table) -> None:
+        m = metrics
+        keep = pc.and_(
+            pc.and_(pc.equal(m.column("kind"), "ost"), pc.equal(m.column("metric"), "jobstats")),
+            pc.and_(pc.equal(m.column("value"), 0.0), pc.is_null(m.column("job_id"))),
+        )
+        self.bare |= set(m.filter(pc.fill_null(keep, False)).column("component_id").to_pylist())
+
+    def attribute(self, tables: dict[str, pa.Table]) -> pa.Table | None:
+        """The target rows of one conformed batch's trace, or None."""
+        client_io = tables.get("client_io")
+        lay = _layouts(tables.get("files"))
+        if client_io is None or client_io.num_rows == 0 or lay.num_rows == 0:
+            return None
+        targets = set(pc.list_flatten(lay.column("osts")).to_pylist())
+        return _derive(_Scratch(), client_io, lay, targets, targets & self.bare)
 
 
 def _layouts(files: pa.Table | None) -> pa.Table:

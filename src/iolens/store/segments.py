@@ -327,7 +327,3 @@ class SegmentWriter:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-def load_many(writer: SegmentWriter, batches: list[Batch]) -> list[dict[str, int]]:
-    """The ingest service's loader for a dataset group (same shape as ingest.load_many)."""
-    return writer.load_many(batches)

@@ -69,8 +69,9 @@ def serve_dataset(
     segments; without, the query/analysis server over the whole dataset."""
     from iolens.errors import StoreError
     from iolens.ingest.http import create_app as create_ingest_app
+    from iolens.ingest.load import load_segments
     from iolens.store.dataset import DatasetStore
-    from iolens.store.segments import MAX_BATCHES, SegmentWriter, load_many
+    from iolens.store.segments import MAX_BATCHES, SegmentWriter
 
     site = site_config(site_file)
     root = dataset_path(dataset, site)
@@ -78,7 +79,7 @@ def serve_dataset(
         writer = SegmentWriter(root, group, key_hours=24.0 * site.dataset.key_days)
         if writer.recovered:
             err.print(f"recovered {writer.recovered} segment(s) of an interrupted commit")
-        app = create_ingest_app(writer, tokens, loader=load_many)
+        app = create_ingest_app(writer, tokens, loader=load_segments)
         service = app.state.ingest
         # Commits gather everything that arrived in `flush_s`: a few large segments rather
         # than one per batch (each request waits for its commit, as before).
