@@ -326,4 +326,3 @@ class SegmentWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
