@@ -140,6 +140,21 @@ def score(rounds: list[dict[str, Any]], culprits: dict[str, list[dict[str, Any]]
             "found": sum(x["found"] for x in rows)}  # fmt: skip
 
 
+def analyse(obs: Observatory, rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """iolens's analysis of the stored run, its culprits per victim, scored."""
+    obs.analyze()
+    culprits = {
+        r["victim"]: json.loads(
+            obs._run("interference", r["victim"], "--db", str(obs.db), "--json")
+        )["culprits"]
+        for r in rounds
+    }
+    out = score(rounds, culprits)
+    out["rounds"] = rounds
+    out["culprits"] = culprits
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rounds", type=int, default=3)
@@ -157,8 +172,23 @@ def main() -> None:
     p.add_argument("--port-base", type=int, default=19919)
     p.add_argument("--json", default=None)
     p.add_argument("--keep", action="store_true", help="leave the lab up")
+    p.add_argument(
+        "--rescore", metavar="RUN_JSON", help="analyse the run kept in --state again (its --json)"
+    )
     args = p.parse_args()
     state = Path(args.state)
+    if args.rescore:
+        rounds = json.loads(Path(args.rescore).read_text())["rounds"]
+        obs = Observatory(state / "iolens", master="", nodes={}, port=args.port)
+        out = analyse(obs, rounds)
+    else:
+        out = run_lab(args, state)
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1, default=str))
+    print(json.dumps({k: v for k, v in out.items() if k not in ("rounds", "culprits")}))
+
+
+def run_lab(args: argparse.Namespace, state: Path) -> dict[str, Any]:
     lab = Lab(lab=state / "lab", port_base=args.port_base)
     lab.up()
     try:
@@ -174,19 +204,7 @@ def main() -> None:
             time.sleep(150)  # the last chart minute, then the agents' next rounds
         finally:
             obs.stop()
-        obs.analyze()
-        culprits = {
-            r["victim"]: json.loads(
-                obs._run("interference", r["victim"], "--db", str(obs.db), "--json")
-            )["culprits"]
-            for r in rounds
-        }
-        out = score(rounds, culprits)
-        out["rounds"] = rounds
-        out["culprits"] = culprits
-        if args.json:
-            Path(args.json).write_text(json.dumps(out, indent=1, default=str))
-        print(json.dumps({k: v for k, v in out.items() if k not in ("rounds", "culprits")}))
+        return analyse(obs, rounds)
     finally:
         lab.stop_all()
         if not args.keep:
