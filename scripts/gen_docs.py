@@ -6,6 +6,8 @@ python scripts/gen_docs.py --check  exit 1 if they are stale (the tests call thi
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import sys
 from pathlib import Path
 
@@ -39,7 +41,17 @@ def findings_md() -> str:
             ):
                 if text:
                     out += ["", f"**{label}:** {text}"]
+    out += ["", "## What the Darshan rules take from a log"]
+    for module in NOTES:
+        title, _, body = inspect.cleandoc(importlib.import_module(module).__doc__ or "").partition(
+            "\n\n"
+        )
+        out += ["", f"### {' '.join(title.split())}", "", f"(`{module}`)", "", body]
     return "\n".join(out).rstrip() + "\n"
+
+
+#: Modules whose docstrings say what every Darshan rule reads, or leaves out, of a log.
+NOTES = ("iolens.model.darshan_own", "iolens.model.mounts")
 
 
 GENERATED = {ROOT / "docs" / "findings.md": findings_md}

@@ -149,9 +149,6 @@ class Row:
 IOLENS_ONLY = {
     "P09": "per-file redundancy (bytes beyond the file's extent)",
     "P10": "per-file redundancy (bytes beyond the file's extent)",
-    "M08": "cb_nodes from the log's hints, nodes from DXT hostnames (Drishti needs sacct)",
-    "M09": "cb_nodes from the log's hints, nodes from DXT hostnames (Drishti needs sacct)",
-    "M10": "cb_nodes from the log's hints, nodes from DXT hostnames (Drishti needs sacct)",
     "D01": "from counters (Drishti shows it only from DXT Explorer's --json)",
     "D02": "from counters (Drishti shows it only from DXT Explorer's --json)",
 }

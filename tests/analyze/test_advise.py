@@ -1,5 +1,6 @@
-"""Learned hints (SIOX GenericHistory): a simulated history where one setting is known
-best, written straight into a store with the model's Arrow schemas."""
+"""Learned settings (SIOX GenericHistory): a simulated history where one setting is known
+best, written straight into a store with the model's Arrow schemas. Its Darshan logs carry
+`h=` metadata (Darshan's own log-writing hints) that tracks the best runs: never advised."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from iolens.analyze.advise import advise, lfs_size, parse_hints
+from iolens.analyze.advise import advise, lfs_size
 from iolens.model.ids import file_id
 from iolens.model.schema import DARSHAN_LOGS, DARSHAN_RECORDS, FILES, JOB_SUMMARIES, JOBS
 from iolens.store import DuckDBStore
-from tests.conftest import run_cli
+from tests.conftest import SHARED_DATA, run_cli
 
 T0 = datetime(2025, 1, 6, 8, 0)
 GB = 1e9
@@ -34,7 +35,7 @@ HISTORY = (
 )
 
 
-def build(path: Path) -> DuckDBStore:
+def build(path: Path, mounts: list[list[str]] | None = None) -> DuckDBStore:
     store = DuckDBStore(path)
     jobs, sums, files, logs, recs = [], [], [], [], []
     for i, (user, hints, count, size, mode, bw) in enumerate(HISTORY):
@@ -77,6 +78,7 @@ def build(path: Path) -> DuckDBStore:
                 "start": start,
                 "end": start + timedelta(minutes=30),
                 "metadata": json.dumps({"lib_ver": "3.4.4", "h": hints}),
+                "mounts": json.dumps(mounts or []),
                 "modules": json.dumps({"POSIX": {"version": 4, "records": 2, "partial": False}}),
             }
         )
@@ -109,30 +111,56 @@ def test_picks_the_known_best_setting_with_its_evidence(db):
     with DuckDBStore(db) as store:
         rep = advise(store, "wrf", user="alice", ext=".h5")
     assert rep["advice"] and rep["trials"] == 13
-    hints = rep["settings"]["hints"]
-    assert hints["best"] == "cb_nodes=16;romio_cb_write=enable;romio_ds_write=disable"
-    assert hints["runs"] == 5
-    assert hints["median_bw"] == pytest.approx(3.1 * GB)
-    assert hints["others_median_bw"] == pytest.approx(1.55 * GB)  # A, defaults and D
-    assert hints["gain"] == pytest.approx(2.0)
-    by = {s["setting"]: s for s in hints["settings"]}
-    assert by["(defaults)"]["runs"] == 3 and by["cb_nodes=64"]["runs"] == 1
-    assert by["cb_nodes=4;romio_no_indep_rw=true"]["vs_best"] == pytest.approx(1.05 / 3.1, rel=0.01)
-    assert len(by[hints["best"]]["jobs"]) == 5
     stripe = rep["settings"]["stripe"]
     assert stripe["best"] == "-c 8 -S 4M" and stripe["runs"] == 5
+    assert stripe["median_bw"] == pytest.approx(3.1 * GB)
+    assert stripe["gain"] == pytest.approx(2.0)
+    by = {s["setting"]: s for s in stripe["settings"]}
+    assert by["-c 4 -S 1M"]["runs"] == 3 and by["-c 16 -S 16M"]["runs"] == 1
     assert rep["settings"]["io_mode"]["settings"]  # evidence per I/O mode as well
-    assert rep["romio_hints_file"] == "cb_nodes 16\nromio_cb_write enable\nromio_ds_write disable\n"
     assert rep["lfs_setstripe"] == "lfs setstripe -c 8 -S 4M /lustre/alice/wrf"
+
+
+def test_darshans_own_log_hints_are_never_advised(db):
+    """Each log's h= is the hints Darshan wrote the log with, not the run's: today's code
+    advised B's ROMIO hints file (2x better) from them."""
+    with DuckDBStore(db) as store:
+        rep = advise(store, "wrf", user="alice", ext=".h5")
+    assert rep["advice"] and set(rep["settings"]) == {"stripe", "io_mode"}
+    assert "romio_hints_file" not in rep
+    assert "cb_nodes" not in json.dumps(rep)
 
 
 def test_without_filters_the_same_setting_wins(db):
     with DuckDBStore(db) as store:
         rep = advise(store, "wrf")
     assert rep["trials"] == len(HISTORY)
-    assert rep["settings"]["hints"]["best"].startswith("cb_nodes=16;")
     assert rep["settings"]["stripe"]["best"] == "-c 8 -S 4M"
     assert rep["lfs_setstripe"] == "lfs setstripe -c 8 -S 4M /lustre"  # alice's and bob's dirs
+
+
+def test_setstripe_never_names_a_mount_point(tmp_path: Path):
+    """The logs' mount tables say /lustre is the file system's root: its layout is every
+    new file's default, so the advice names no directory there."""
+    build(tmp_path / "m.duckdb", mounts=[["/lustre", "lustre"], ["/", "ext4"]]).close()
+    with DuckDBStore(tmp_path / "m.duckdb") as store:
+        everyone = advise(store, "wrf")
+        alice = advise(store, "wrf", user="alice", ext=".h5")
+    assert everyone["lfs_setstripe"] == "lfs setstripe -c 8 -S 4M DIR"
+    assert alice["lfs_setstripe"] == "lfs setstripe -c 8 -S 4M /lustre/alice/wrf"
+
+
+def test_moosefs_chunkservers_are_no_stripes(tmp_path: Path):
+    """Files on MooseFS list chunkservers (IP:PORT) where Lustre files list OSTs: no stripe
+    setting is learnt from them, and no lfs line is printed."""
+    path = tmp_path / "mfs.duckdb"
+    build(path).close()
+    with DuckDBStore(path) as store:
+        store.execute(
+            "UPDATE files SET osts = list_transform(osts, lambda o: '10.0.0.' || o[-1:] || ':9422')"
+        )
+        rep = advise(store, "wrf")
+    assert rep["advice"] and "stripe" not in rep["settings"] and rep["lfs_setstripe"] is None
 
 
 def test_fewer_than_five_trials_give_no_advice(db):
@@ -142,26 +170,21 @@ def test_fewer_than_five_trials_give_no_advice(db):
         unknown = advise(store, "nosuchapp")
     assert bob["advice"] is False and bob["trials"] == 3
     assert "3 run(s)" in bob["reason"] and "at least 5" in bob["reason"]
-    assert "settings" not in bob and "romio_hints_file" not in bob
+    assert "settings" not in bob
     assert other["advice"] is False and other["trials"] == 0
     assert unknown["advice"] is False
 
 
 def test_helpers():
-    assert parse_hints("romio_no_indep_rw=true;cb_nodes=4") == {
-        "romio_no_indep_rw": "true",
-        "cb_nodes": "4",
-    }
-    assert parse_hints("no") == {} and parse_hints(None) == {} and parse_hints("") == {}
     assert [lfs_size(n) for n in (4 << 20, 1 << 30, 65536, 1000)] == ["4M", "1G", "64K", "1000"]
 
 
 def test_cli(db):
     res = run_cli("advise", "wrf", "--db", str(db), "--user", "alice", "--ext", "h5")
     assert res.returncode == 0, res.stderr
-    assert "romio_cb_write enable" in res.stdout
+    assert "romio" not in res.stdout and "MPI-IO hints" not in res.stdout
     assert "lfs setstripe -c 8 -S 4M /lustre/alice/wrf" in res.stdout
-    assert "MPI-IO hints" in res.stdout and "Lustre striping" in res.stdout
+    assert "Lustre striping" in res.stdout
     res = run_cli("advise", "wrf", "--db", str(db), "--json")
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["settings"]["stripe"]["best"] == "-c 8 -S 4M"
@@ -177,3 +200,27 @@ def test_simulated_runs_have_stripe_evidence(sim_db):
     stripe = rep["settings"]["stripe"]
     assert sum(s["runs"] for s in stripe["settings"]) == rep["trials"]
     assert rep["lfs_setstripe"].startswith("lfs setstripe -c ")
+
+
+RELEASE = SHARED_DATA / "darshan-logs" / "release_logs"
+RELEASE_VERSIONS = ("3.4.4", "3.4.5", "3.4.6", "3.4.7", "3.5.0")
+#: five mpi-io-test runs; 3.4.6, 3.4.7 and 3.5.0 wrote to Polaris's Lustre /home
+MPI_IO_TEST = [RELEASE / f"mpi-io-test-x86_64-{v}.darshan" for v in RELEASE_VERSIONS]
+
+
+@pytest.mark.skipif(not RELEASE.is_dir(), reason="../shared/data not available")
+def test_real_mpi_io_test_runs_advise_neither_darshans_hints_nor_a_root(tmp_path: Path):
+    """Today's advice on these logs: a ROMIO hints file `cb_nodes 4` / `romio_no_indep_rw
+    true` (Darshan's own log-writing hints) and `lfs setstripe -c 1 -S 1M /home`, the root
+    of Polaris's /home Lustre file system (the logs' mount tables say so)."""
+    from iolens.analyze.pipeline import analyze_jobs
+    from iolens.ingest.importers.darshan import import_logs
+
+    with DuckDBStore(tmp_path / "real.duckdb") as store:
+        import_logs(store, MPI_IO_TEST)
+        analyze_jobs(store)
+        rep = advise(store, "mpi-io-test")
+    assert rep["advice"] and rep["trials"] == 5
+    assert "romio_hints_file" not in rep and "cb_nodes" not in json.dumps(rep)
+    assert rep["settings"]["stripe"]["best"] == "-c 1 -S 1M"
+    assert rep["lfs_setstripe"] == "lfs setstripe -c 1 -S 1M DIR"

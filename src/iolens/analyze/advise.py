@@ -1,14 +1,17 @@
-"""Learned hints (SIOX GenericHistory): which settings gave an application its best I/O.
+"""Learned settings (SIOX GenericHistory): which settings gave an application its best I/O.
 
 Every past run of an application (optionally only one user's, and only runs touching files
-with one extension) is a trial of three settings:
+with one extension) is a trial of two settings:
 
-- **MPI-IO hints**: the ROMIO hints Darshan recorded (`darshan_logs.metadata["h"]`,
-  `key=value;key=value`; none or `no` = the defaults);
-- **Lustre striping**: stripe count and size of the run's files (`files.osts`,
-  `files.stripe_size`, filled from `lfs getstripe`, Darshan's LUSTRE module or the
-  simulator); a run's layout is the one carrying most of its bytes;
-- **I/O mode** (`job_summaries.io_mode`: N-N, N-1, N-M, 1-1);
+- **Lustre striping**: stripe count and size of the run's files on Lustre (`files.osts`
+  naming Lustre OSTs, `files.stripe_size`, filled from `lfs getstripe`, Darshan's LUSTRE
+  module or the simulator); a run's layout is the one carrying most of its bytes;
+- **I/O mode** (`job_summaries.io_mode`: N-N, N-1, N-M, 1-1).
+
+MPI-IO hints are not among them: no source iolens reads records the hints an application
+set. A Darshan log's `h=` metadata is the hints Darshan wrote its own log with
+(`iolens.model.darshan_own`), the same `romio_no_indep_rw=true;cb_nodes=4` in nearly
+every log, so advising it measured nothing but which runs happened to be faster.
 
 and its outcome is the bandwidth over its I/O time (`job_summaries`: bytes read + written
 / `io_time_s`, else the zoom-in factor `job_factors.bandwidth`). Per setting the runs,
@@ -17,8 +20,8 @@ the highest median among those tried at least twice (once, when nothing was trie
 and its gain is that median over the median of the runs with any other setting.
 
 Like SIOX's learning phase, nothing is advised before `MIN_TRIALS` (5) runs with a known
-bandwidth. The advice comes as a ROMIO hints file (`key value` lines, for `ROMIO_HINTS`)
-and an `lfs setstripe -c N -S SIZE DIR` line.
+bandwidth. The striping advice comes as an `lfs setstripe -c N -S SIZE DIR` line, DIR the
+directory the best runs' files share, never a mount point (a file system's default).
 """
 
 from __future__ import annotations
@@ -33,13 +36,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from iolens.model.mounts import MountTable, is_lustre_target
 from iolens.store.base import Store
 
 MIN_TRIALS = 5
 #: Runs a setting needs to be preferred over settings tried once.
 MIN_RUNS_PER_SETTING = 2
-DEFAULT_HINTS = "(defaults)"
-KINDS = ("hints", "stripe", "io_mode")
+KINDS = ("stripe", "io_mode")
 
 
 @dataclass
@@ -50,37 +53,19 @@ class Trial:
     user: str
     start: datetime | None
     bandwidth: float  # bytes/s over the run's I/O time
-    hints: dict[str, str] | None = None  # None: no Darshan log (unknown)
     stripe_count: int | None = None
     stripe_size: int | None = None
     io_mode: str | None = None
     dirs: list[str] = field(default_factory=list)  # directories of the run's files
+    mount_points: set[str] = field(default_factory=set)  # from its Darshan logs' tables
 
     def setting(self, kind: str) -> str | None:
-        if kind == "hints":
-            return hints_key(self.hints) if self.hints is not None else None
         if kind == "stripe":
             if self.stripe_count is None:
                 return None
             size = lfs_size(self.stripe_size) if self.stripe_size else "?"
             return f"-c {self.stripe_count} -S {size}"
         return self.io_mode
-
-
-def parse_hints(text: str | None) -> dict[str, str]:
-    """Darshan's ROMIO hints string `k=v;k=v` (`no` or empty: none)."""
-    out: dict[str, str] = {}
-    if not text or text.strip().lower() in ("no", "none"):
-        return out
-    for part in text.split(";"):
-        k, sep, v = part.partition("=")
-        if sep and k.strip():
-            out[k.strip()] = v.strip()
-    return out
-
-
-def hints_key(hints: dict[str, str]) -> str:
-    return ";".join(f"{k}={v}" for k, v in sorted(hints.items())) or DEFAULT_HINTS
 
 
 def lfs_size(n: int) -> str:
@@ -127,7 +112,7 @@ def trials(store: Store, app: str, user: str | None = None, ext: str | None = No
     store.register("_iolens_advise_jobs", ids)
     try:
         logs = store.query(
-            "SELECT d.job_id, d.metadata FROM darshan_logs d JOIN _iolens_advise_jobs USING "
+            "SELECT d.job_id, d.mounts FROM darshan_logs d JOIN _iolens_advise_jobs USING "
             '(job_id) ORDER BY d.job_id, d."start", d.log_key'
         ).to_pylist()
         files = store.query(
@@ -145,21 +130,18 @@ def trials(store: Store, app: str, user: str | None = None, ext: str | None = No
               FROM darshan_records r JOIN darshan_logs d USING (log_key)
               JOIN _iolens_advise_jobs USING (job_id) WHERE r.path IS NOT NULL
             )
-            SELECT t.job_id, f.path, f.stripe_size, len(f.osts) AS stripe_count,
-              max(t.bytes) AS bytes
+            SELECT t.job_id, f.path, f.stripe_size, f.osts, max(t.bytes) AS bytes
             FROM touched t JOIN files f USING (file_id) GROUP BY ALL
             UNION ALL
-            SELECT n.job_id, f.path, f.stripe_size, len(f.osts), NULL
+            SELECT n.job_id, f.path, f.stripe_size, f.osts, NULL
             FROM named n JOIN files f ON f.path = n.path
             """
         ).to_pylist()
     finally:
         store.unregister("_iolens_advise_jobs")
     for log in logs:
-        t = runs[log["job_id"]]
-        meta = json.loads(log["metadata"] or "{}")
-        hints = parse_hints(meta.get("h"))
-        t.hints = {**hints, **(t.hints or {})}  # the earliest log wins a conflict
+        table = MountTable((m[0], m[1]) for m in json.loads(log["mounts"] or "[]"))
+        runs[log["job_id"]].mount_points |= table.points
     _layouts(runs, files, ext)
     if ext is not None:  # only runs that touched such files
         with_ext = {r["job_id"] for r in files if (r["path"] or "").endswith(ext)}
@@ -181,9 +163,10 @@ def _layouts(runs: dict[str, Trial], files: list[dict[str, Any]], ext: str | Non
         t = runs[f["job_id"]]
         if path:
             t.dirs.append(os.path.dirname(path))
-        if not f["stripe_count"]:
-            continue
-        key = (int(f["stripe_count"]), f["stripe_size"])
+        osts = f["osts"] or []
+        if not osts or not all(is_lustre_target(o) for o in osts):
+            continue  # no layout, or MooseFS chunkservers: no stripe setting to learn
+        key = (len(osts), f["stripe_size"])
         w = weight[f["job_id"]]
         # bytes when the tracer saw them; a file Darshan named counts as one byte
         w[key] = w.get(key, 0.0) + (f["bytes"] if f["bytes"] else 1.0)
@@ -240,14 +223,14 @@ def advise(
     ext: str | None = None,
     min_trials: int = MIN_TRIALS,
 ) -> dict[str, Any]:
-    """The best known MPI-IO hints, stripe setting and I/O mode for `app`, with evidence.
+    """The best known stripe setting and I/O mode for `app`, with evidence.
 
     Keys: `app`, `user`, `ext`, `trials` (runs with a known bandwidth), `min_trials`,
     `advice` (false below `min_trials`, with `reason`), and when advising `settings`
-    ({"hints" | "stripe" | "io_mode": {best, runs, median_bw, others_median_bw, gain,
+    ({"stripe" | "io_mode": {best, runs, median_bw, others_median_bw, gain,
     only_setting_tried, settings: [{setting, runs, median_bw, vs_best, jobs}]}}, kinds no
-    run recorded are left out), `romio_hints_file` (text, or null when no run had Darshan
-    hints) and `lfs_setstripe` (a command line, or null when no layout is known).
+    run recorded are left out) and `lfs_setstripe` (a command line, or null when no Lustre
+    layout is known).
     Bandwidths are bytes/s.
     """
     runs = trials(store, app, user, ext)
@@ -268,10 +251,6 @@ def advise(
         }
         return out
     settings = {k: c for k in KINDS if (c := compare(runs, k)) is not None}
-    hints_file = None
-    if "hints" in settings:
-        best = settings["hints"]["_trials"][0].hints or {}
-        hints_file = "".join(f"{k} {v}\n" for k, v in sorted(best.items()))
     setstripe = None
     if "stripe" in settings:
         best_t = settings["stripe"]["_trials"]
@@ -283,18 +262,19 @@ def advise(
     return out | {
         "advice": True,
         "settings": settings,
-        "romio_hints_file": hints_file,
         "lfs_setstripe": setstripe,
     }
 
 
 def _common_dir(runs: list[Trial]) -> str:
-    """The directory the best runs' files share (where new files should get the layout)."""
+    """The directory the best runs' files share (where new files should get the layout),
+    DIR when it is a file system's root."""
     dirs = [d for t in runs for d in t.dirs if d.startswith("/")]
     if not dirs:
         return "DIR"
     common = os.path.commonpath(dirs)
-    return common if common not in ("", "/") else "DIR"
+    roots = {"", "/"}.union(*(t.mount_points for t in runs))
+    return common if common not in roots else "DIR"
 
 
-__all__ = ["MIN_TRIALS", "Trial", "advise", "compare", "lfs_size", "parse_hints", "trials"]
+__all__ = ["MIN_TRIALS", "Trial", "advise", "compare", "lfs_size", "trials"]

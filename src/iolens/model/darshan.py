@@ -43,7 +43,8 @@ class DarshanJob:
     run_time: float  # seconds, as Darshan reports it
     log_version: str = ""
     lib_version: str = ""
-    metadata: dict[str, str] = field(default_factory=dict)  # e.g. {"h": "romio hints"}
+    #: lib_ver, and h: the MPI-IO hints Darshan wrote its own log with (`darshan_own`)
+    metadata: dict[str, str] = field(default_factory=dict)
     mounts: list[tuple[str, str]] = field(default_factory=list)  # (mount point, fs type)
     modules: dict[str, ModuleData] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)  # record id -> file path

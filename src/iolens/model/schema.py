@@ -328,7 +328,7 @@ DARSHAN_LOGS = pa.schema(
         pa.field("start", TS),
         pa.field("end", TS),
         pa.field("run_time_s", pa.float64()),
-        pa.field("metadata", pa.string()),  # JSON object (e.g. ROMIO hints "h")
+        pa.field("metadata", pa.string()),  # JSON object: lib_ver, h (Darshan's own log hints)
         pa.field("mounts", pa.string()),  # JSON [[mount point, fs type], ...]
         pa.field("modules", pa.string()),  # JSON, see above
         pa.field("imported", TS),

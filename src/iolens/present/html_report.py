@@ -14,6 +14,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from iolens.model.darshan_own import job_metadata, log_write_hints
 from iolens.present.plots import job as plots
 from iolens.store.base import Store
 
@@ -58,7 +59,13 @@ def _env() -> Environment:
     env.filters["bytes"] = human_bytes
     env.filters["rate"] = lambda v: human_bytes(v) + "/s" if v else "-"
     env.filters["snippets"] = snippets
+    env.filters["job_metadata"] = job_metadata
+    env.filters["log_write_hints"] = lambda meta: _hints_text(log_write_hints(meta))
     return env
+
+
+def _hints_text(hints: dict[str, str]) -> str:
+    return ";".join(f"{k}={v}" for k, v in hints.items())
 
 
 def human_bytes(v: float | None) -> str:

@@ -56,7 +56,9 @@ OPS: dict[str, Op] = {
     "import trace": Op("user", inputs=("paths",)),  # users: their own traces (`iolens trace`)
     "import sacct": Op("ingest", inputs=("file",)),
     "import lustre": Op("ingest", inputs=("directory",)),
-    "import darshan": Op("ingest", inputs=("paths",), stored_paths=(("darshan_logs", "path"),)),
+    "import darshan": Op(
+        "ingest", inputs=("paths", "uid_map"), stored_paths=(("darshan_logs", "path"),)
+    ),
     "import io500": Op("ingest", inputs=("paths",), stored_paths=(("io500_runs", "path"),)),
     "site topology": Op("ingest", inputs=("file",)),
     # administration

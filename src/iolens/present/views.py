@@ -89,6 +89,7 @@ def job(
     rep["layers"] = dict(
         sorted(rep["layers"].items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
     )
+    _file_systems(store, job_id, rep["top_files"])
     found = survey(store, job_id, ACCESS_PATTERN_ROWS)
     rep["access_patterns"] = found.streams
     rep["access_pattern_files"] = found.files
@@ -100,6 +101,24 @@ def job(
         for e in queries.analysis_errors(store, job_id)
     ]
     return rep
+
+
+def _file_systems(store: Store, job_id: str, files: list[dict[str, Any]]) -> None:
+    """Each file's `fs`: the type of its mount in the job's Darshan logs' mount tables
+    (longest prefix), `lustre` for a file striped over Lustre OSTs, else None."""
+    import json
+
+    from iolens.model.mounts import LUSTRE, MountTable, is_lustre_target
+
+    rows = store.query("SELECT mounts FROM darshan_logs WHERE job_id = ?", [job_id]).to_pylist()
+    tables = [MountTable(tuple(m) for m in json.loads(r["mounts"] or "[]")) for r in rows]
+    for f in files:
+        osts = f.get("osts") or []
+        if osts and all(is_lustre_target(o) for o in osts):
+            f["fs"] = LUSTRE
+            continue
+        types = (t.fs_type(f.get("path") or "") for t in tables)
+        f["fs"] = next((x for x in types if x is not None), None)
 
 
 def parse_since(value: str | None, now: datetime | None = None) -> datetime | None:

@@ -19,11 +19,11 @@ import pytest
 from bench.darshan.drishti_compare import drishti_command, run_drishti, run_iolens
 
 from iolens.analyze.darshan.drishti import thresholds as T
-from iolens.analyze.darshan.drishti.common import col, node_count, small_bins, small_requests
+from iolens.analyze.darshan.drishti.common import col, small_bins, small_requests
 from iolens.analyze.darshan.drishti.csv import drishti_codes, drishti_csv
 from iolens.analyze.darshan.drishti.metadata import metadata_per_rank
-from iolens.analyze.darshan.rule import RuleContext
 from iolens.model.darshan import DarshanJob
+from iolens.model.darshan_own import log_write_hints
 
 pytestmark = pytest.mark.skipif(
     drishti_command() is None, reason="drishti not installed (pip install drishti-io==0.8)"
@@ -77,8 +77,9 @@ def _summed_shared_metadata(job: DarshanJob) -> bool:
     )
 
 
-def _nodes_unknown(job: DarshanJob) -> bool:
-    return not node_count(job, RuleContext())[1]
+def _log_hints_cb_nodes(job: DarshanJob) -> bool:
+    """cb_nodes comes from Darshan's own log-writing hints, the only hints a log has."""
+    return "cb_nodes" in log_write_hints(job.metadata)
 
 
 _REDUNDANT = (
@@ -95,8 +96,8 @@ _BLOCKING = (
     "issues no MPI-IO request of that kind at all"
 )
 _AGGREGATORS = (
-    "Drishti takes the node count from sacct (and compares it with cb_nodes as strings); "
-    "without DXT hostnames or the site's node count iolens cannot tell"
+    "Drishti reads cb_nodes from the log's h= metadata, the MPI-IO hints Darshan wrote its "
+    "own log with (default romio_no_indep_rw=true;cb_nodes=4), never the application's"
 )
 
 #: Drishti 0.8 code -> the defect that explains Drishti reporting it without iolens
@@ -131,9 +132,9 @@ KNOWN_DEFECTS: dict[str, Defect] = {
         _BLOCKING,
         lambda j: _no_mpiio_requests(j, "WRITE"),
     ),
-    "M08": Defect("node count from sacct", _AGGREGATORS, _nodes_unknown),
-    "M09": Defect("node count from sacct", _AGGREGATORS, _nodes_unknown),
-    "M10": Defect("node count from sacct", _AGGREGATORS, _nodes_unknown),
+    "M08": Defect("Darshan's log-writing hints as the app's", _AGGREGATORS, _log_hints_cb_nodes),
+    "M09": Defect("Darshan's log-writing hints as the app's", _AGGREGATORS, _log_hints_cb_nodes),
+    "M10": Defect("Darshan's log-writing hints as the app's", _AGGREGATORS, _log_hints_cb_nodes),
 }
 
 _EX = EXAMPLES / "example_logs"

@@ -4,7 +4,8 @@ Each rule has a log that triggers it and one that does not. The darshan package'
 logs are always present; the shared logs (../shared/data) are skipped when absent. Where
 no real log triggers a rule (DP13, DP21, DP22, DM03, DM04, DD01, DD02, and the
 defect-fix cases), the test builds the job from a real log by editing counters, and says
-so; DM08/DM10 use a real log with the node count given by the site context.
+so. Drishti's M08-M10 have no rule (they read Darshan's own log-writing hints:
+tests/analyze/darshan/test_darshan_own.py).
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from typing import Any
 import darshan
 import pytest
 
-from iolens.analyze.darshan.drishti import DRISHTI_CODES, RULES, diagnose
-from iolens.analyze.darshan.drishti.common import hints, per_rank
+from iolens.analyze.darshan.drishti import DRISHTI_CODES, RETIRED_CODES, RULES, diagnose
+from iolens.analyze.darshan.drishti.common import per_rank
 from iolens.analyze.darshan.drishti.csv import COLUMNS, drishti_csv
 from iolens.analyze.darshan.rule import RuleContext
 from iolens.ingest.darshan_reader import read_log
 from iolens.model.darshan import DarshanJob
+from iolens.model.darshan_own import log_write_hints
 from iolens.model.finding import Finding
 
 EXAMPLES = Path(darshan.__file__).parent / "examples"
@@ -107,7 +109,6 @@ GOLDEN: dict[str, tuple[Path, Path, str, dict[str, Any]]] = {
     "DM05": (EXAMPLE, IOR_HDF5, "info", {"collective": 16384, "independent": 18}),
     "DM06": (IOR_HDF5, EXAMPLE, "warning", {"blocking_reads": 36}),
     "DM07": (EXAMPLE, NOPOSIX, "warning", {"blocking_writes": 16402}),
-    "DM09": (IOR_HDF5, EXAMPLE, "info", {"cb_nodes": 4, "nodes": 1, "nodes_exact": True}),
 }
 
 
@@ -147,7 +148,6 @@ def test_recommendations_carry_concrete_snippets() -> None:
     assert "H5Pset_alignment(fapl, 1048576, 1048576)" in found["DP08"].recommendation
     ior = run(job(IOR_HDF5))
     assert "H5ESwait" in ior["DM06"].recommendation  # HDF5 async VOL advice
-    assert 'MPICH_MPIIO_HINTS="*:cb_nodes=1"' in ior["DM09"].recommendation
     macsio = run(job(MACSIO))
     assert "romio_cb_write=enable" in macsio["DP16"].recommendation
     assert "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE)" in macsio["DP16"].recommendation
@@ -196,16 +196,6 @@ def test_dm03_dm04_collectives_built_from_example() -> None:
     found = run(j)
     assert found["DM04"].severity == "info" and found["DM04"].evidence["collective"] == 10
     assert "DM02" not in found
-
-
-def test_dm08_dm10_with_the_node_count_from_the_site() -> None:
-    """ior_hdf5_example (cb_nodes=4) with the scheduler's node count in the context."""
-    j = job(IOR_HDF5)
-    found = run(j, RuleContext(extra={"nnodes": 8}))
-    assert found["DM08"].evidence["nodes"] == 8 and not {"DM09", "DM10"} & set(found)
-    found = run(j, RuleContext(extra={"nnodes": 4}))
-    assert "DM10" in found and not {"DM08", "DM09"} & set(found)
-    assert not {"DM08", "DM09", "DM10"} & set(run(job(EXAMPLE)))  # no DXT: nodes unknown
 
 
 def test_dd01_rank_zero_heavy_built_from_badost() -> None:
@@ -283,9 +273,9 @@ def test_one_mib_requests_are_not_small() -> None:
 
 
 def test_hints_h_no_and_partial_logs() -> None:
-    """Drishti crashes on `h=no` (no hints); iolens reads it as no hints."""
+    """Drishti crashes on `h=no` (Darshan wrote its log without hints); iolens does not."""
     j = job(PARTIAL_STDIO)
-    assert j.metadata["h"] == "no" and hints(j) == {}
+    assert j.metadata["h"] == "no" and log_write_hints(j.metadata) == {}
     assert "DS01" in run(j)
 
 
@@ -311,10 +301,12 @@ def test_per_rank_workload_spreads_shared_records() -> None:
 
 
 def test_every_drishti_insight_has_a_rule() -> None:
+    """All but M08-M10, which read Darshan's own log-writing hints (retired codes)."""
     codes = [r.code for r in RULES]
-    assert len(codes) == len(set(codes)) == 34
+    assert len(codes) == len(set(codes)) == 31
     drishti = {r.drishti_code for r in RULES}
-    assert drishti == {*COLUMNS, "D01", "D02"}
+    assert drishti == {*COLUMNS, "D01", "D02"} - {"M08", "M09", "M10"}
+    assert not RETIRED_CODES & set(codes)
     for r in RULES:
         assert r.code == "D" + r.drishti_code
         assert r.drishti_level in ("HIGH", "WARN", "INFO", "OK")

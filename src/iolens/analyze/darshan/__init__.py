@@ -14,16 +14,22 @@ from typing import Any
 from iolens.analyze.darshan import drishti, zoomin
 from iolens.analyze.darshan.rule import RuleContext
 from iolens.model.darshan import DarshanJob
+from iolens.model.darshan_own import application_view
 from iolens.model.finding import Finding
 from iolens.store.base import Store
 
-#: Every code a Darshan diagnosis owns: a re-diagnosis replaces all of them.
-CODES: frozenset[str] = frozenset({r.code for r in zoomin.RULES} | {r.code for r in drishti.RULES})
+#: Every code a Darshan diagnosis owns: a re-diagnosis replaces all of them (retired ones
+#: too, so their old findings go).
+CODES: frozenset[str] = frozenset(
+    {r.code for r in zoomin.RULES} | {r.code for r in drishti.RULES} | drishti.RETIRED_CODES
+)
 
 
 def diagnose(job: DarshanJob, ctx: RuleContext | None = None) -> list[Finding]:
-    """Zoom-in root causes first (they name the cause), then Drishti's triggers."""
+    """Zoom-in root causes first (they name the cause), then Drishti's triggers; on the
+    application's records only (Darshan's own are left out: `application_view`)."""
     ctx = ctx if ctx is not None else RuleContext()
+    job = application_view(job)
     return zoomin.diagnose_zoomin(job, ctx) + drishti.diagnose(job, ctx)
 
 
@@ -41,6 +47,7 @@ def analyze_log(
 ) -> tuple[list[Finding], dict[str, Any]]:
     """Findings and the Table I factors row of one log, with the store's context."""
     site = site if site is not None else site_context(store)
+    job = application_view(job)
     sched = store.query(
         'SELECT "user", app, nodes FROM jobs WHERE job_id = ? LIMIT 1', [job.job_id]
     ).to_pylist()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from iolens.analyze.findings.base import GiB, JobRule
 from iolens.analyze.jobreport import JobReport
 from iolens.model.finding import Finding
+from iolens.model.mounts import is_lustre_target
 
 MIN_BYTES = 1 * GiB
 MIN_PROCS = 4
@@ -13,7 +14,8 @@ MIN_PROCS = 4
 class SingleOstSharedFile(JobRule):
     """A file shared by many processes lives on one OST.
 
-    Symptom: a file that >= 4 processes share, carrying >= 1 GiB, has stripe count 1.
+    Symptom: a file that >= 4 processes share, carrying >= 1 GiB, has stripe count 1 on
+    Lustre.
     Why it hurts: one OST's bandwidth caps the whole job however many nodes it uses, and
     that OST becomes a hot spot for every other job striped on it.
     What to do: `lfs setstripe -c -1` (or a count near the number of writers / 4) on the
@@ -27,7 +29,10 @@ class SingleOstSharedFile(JobRule):
         hot = [
             f
             for f in report.top_files
-            if f["procs"] >= MIN_PROCS and f["bytes"] >= MIN_BYTES and len(f["osts"]) == 1
+            if f["procs"] >= MIN_PROCS
+            and f["bytes"] >= MIN_BYTES
+            and len(f["osts"]) == 1
+            and is_lustre_target(f["osts"][0])  # `lfs` cannot restripe a MooseFS file
         ]
         if not hot:
             return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from iolens.analyze.findings.base import JobRule
 from iolens.analyze.jobreport import JobReport
 from iolens.model.finding import Finding
+from iolens.model.mounts import is_lustre_target
 
 #: What a user can do about a neighbour, by the kind of server they shared.
 _AVOID = {
@@ -46,7 +47,7 @@ class SlowerThanHistory(JobRule):
                 f"job {top['job_id']} ({top['feature']}) cost this job about "
                 f"{top['delay_s']:.0f} s of I/O on {top['component']}; see "
                 f"`iolens interference {report.job_id}` and "
-                f"{_AVOID.get(top.get('component_kind') or '', _AVOID[''])}."
+                f"{_AVOID.get(_kind(top), _AVOID[''])}."
             )
         else:
             advice = (
@@ -59,3 +60,12 @@ class SlowerThanHistory(JobRule):
                 f"phase {slowest['phase']} ran {slowest['slowdown']:.1f}x its usual time; " + advice
             )
         return self.finding(report, h, advice)
+
+
+def _kind(culprit: dict[str, object]) -> str:
+    """The culprit's server kind for `_AVOID`; an "ost" that is no Lustre OST (a MooseFS
+    chunkserver) gets the generic advice, since `lfs` cannot place files on it."""
+    kind = str(culprit.get("component_kind") or "")
+    if kind == "ost" and not is_lustre_target(str(culprit.get("component") or "")):
+        return ""
+    return kind

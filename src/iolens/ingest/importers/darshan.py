@@ -58,6 +58,7 @@ from iolens.ingest.importers.darshan_tables import (
     record_rows,
 )
 from iolens.ingest.importers.darshan_writer import GroupWriter, ParsedLog
+from iolens.ingest.uid_map import UidMap
 from iolens.model.darshan import DarshanJob
 from iolens.store.base import Store
 
@@ -102,12 +103,15 @@ def import_logs(
     dxt: bool = True,
     analyze: Analyzer | None = None,
     on_log: Callable[[ImportResult], None] | None = None,
+    owners: UidMap | None = None,
 ) -> list[ImportResult]:
     """Import every log under `paths`; a bad log is one failed result, never the batch's end.
 
     `analyze` runs on each log as it is read; its findings are stored with the log. A log
     counts as imported once read (its group is written at most `GROUP_LOGS` later): store
     errors (disk full, locked database) are not about one log, they end the batch.
+    `owners` names the account owning each log's job (`uid_map`; without it `uid:<N>`);
+    given, it also re-owns the jobs of logs loaded before.
     """
     writer = GroupWriter(store)
     results: list[ImportResult] = []
@@ -120,11 +124,50 @@ def import_logs(
             def ahead(key: str, nxt: Path | None = nxt) -> None:
                 _prefetch(store, pool, writer, key, nxt, dxt, keys)
 
-            results.append(_import_one(store, pool, writer, path, dxt, analyze, keys, ahead))
+            results.append(
+                _import_one(store, pool, writer, path, dxt, analyze, keys, ahead, owners)
+            )
             if on_log is not None:
                 on_log(results[-1])
     writer.flush()
+    if owners is not None:
+        reown(store, [r.log_key for r in results if r.log_key and r.status != "failed"], owners)
     return results
+
+
+def reown(store: Store, keys: list[str], owners: UidMap) -> int:
+    """Give the jobs of the logs `keys` the owner `owners` names for their uid; only jobs
+    whose row Darshan created (a scheduler's record keeps its owner). How many changed."""
+    if not keys:
+        return 0
+    rows = store.query(
+        "SELECT job_id, min(uid) AS uid FROM darshan_logs "
+        "WHERE log_key IN (SELECT unnest(?)) GROUP BY job_id",
+        [keys],
+    ).to_pylist()
+    table = pa.table(
+        {
+            "job_id": pa.array([r["job_id"] for r in rows], pa.string()),
+            "owner": pa.array([owners.owner(int(r["uid"] or 0)) for r in rows], pa.string()),
+        }
+    )
+    store.register("_iolens_owners", table)
+    try:
+        changed = store.query(
+            "SELECT count(*) AS n FROM jobs j JOIN _iolens_owners o USING (job_id) "
+            'WHERE j.source = ? AND j."user" IS DISTINCT FROM o.owner',
+            [SOURCE],
+        ).to_pylist()[0]["n"]
+        if changed:
+            with store.transaction():
+                store.execute(
+                    'UPDATE jobs SET "user" = o.owner FROM _iolens_owners o '
+                    "WHERE jobs.job_id = o.job_id AND jobs.source = ?",
+                    [SOURCE],
+                )
+    finally:
+        store.unregister("_iolens_owners")
+    return int(changed)
 
 
 def _prefetch(
@@ -157,6 +200,7 @@ def _import_one(
     analyze: Analyzer | None,
     keys: dict[Path, str],
     ahead: Callable[[str], None],
+    owners: UidMap | None,
 ) -> ImportResult:
     t0 = time.perf_counter()
     res = ImportResult(path, "failed")
@@ -165,7 +209,7 @@ def _import_one(
         if res.log_key in writer.seen or _known(store, res.log_key):
             res.status = "skipped"
         else:
-            writer.add(_read(pool, path, res, writer, dxt, analyze, ahead), res)
+            writer.add(_read(pool, path, res, writer, dxt, analyze, ahead, owners), res)
     except InputError as exc:
         writer.abort()
         res.error = str(exc)
@@ -190,6 +234,7 @@ def _read(
     with_dxt: bool,
     analyze: Analyzer | None,
     ahead: Callable[[str], None],
+    owners: UidMap | None,
 ) -> ParsedLog:
     try:
         log = pool.decode(path, with_dxt)  # libdarshan-util runs in the pool's worker
@@ -231,7 +276,8 @@ def _read(
             res.findings = table.num_rows
         except Exception as exc:  # a rule's bug must not lose the log
             res.notes.append(f"diagnosis failed: {type(exc).__name__}: {exc}")
-    return ParsedLog(f"{SOURCE}:{path}", job_row(ctx), files_table(ctx), tables, findings)
+    owner = (owners or UidMap()).owner(job.uid)
+    return ParsedLog(f"{SOURCE}:{path}", job_row(ctx, owner), files_table(ctx), tables, findings)
 
 
 def _opt(t: pa.Table | None) -> list[pa.Table]:

@@ -5,7 +5,6 @@ _records, from which `iolens.store.darshan` rebuilds the `DarshanJob`)."""
 from __future__ import annotations
 
 import json
-import pwd
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -20,20 +19,15 @@ from iolens.model.schema import DARSHAN_LOGS, DARSHAN_MODULES, DARSHAN_RECORDS, 
 FILE_MODULES = ("POSIX", "STDIO", "MPI-IO", "H5F", "PNETCDF_FILE", "DFS")
 
 
-def _user(uid: int) -> str:
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except (KeyError, OverflowError):
-        return str(uid)
-
-
-def job_row(ctx: LogContext) -> dict[str, Any]:
+def job_row(ctx: LogContext, owner: str) -> dict[str, Any]:
+    """The job as the log describes it, owned by `owner` (the site's name for the log's
+    uid, else `uid:<N>`: `iolens.ingest.uid_map`), never a name looked up here."""
     job = ctx.job
     words = job.exe.split()
     end = job.start + timedelta(seconds=max(job.run_time, 0.0))
     return {
         "job_id": job.job_id,
-        "user": _user(job.uid),
+        "user": owner,
         "app": (Path(words[0]).name or None) if words else None,
         "nodes": sorted(set(ctx.hosts.values()) - {""}) or None,
         "nprocs": job.nprocs,

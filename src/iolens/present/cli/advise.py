@@ -1,4 +1,4 @@
-"""`iolens advise APP`: the MPI-IO hints, striping and I/O mode that served APP best."""
+"""`iolens advise APP`: the Lustre striping and I/O mode that served APP best."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from rich.table import Table
 from iolens.present.cli import render
 from iolens.present.cli.app import DbOption, JsonOption, ensure_analyzed, open_db, out
 
-TITLES = {"hints": "MPI-IO hints", "stripe": "Lustre striping", "io_mode": "I/O mode"}
+TITLES = {"stripe": "Lustre striping", "io_mode": "I/O mode"}
 
 
 def advise(
@@ -22,9 +22,9 @@ def advise(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Best known MPI-IO hints, Lustre striping and I/O mode for an application.
+    """Best known Lustre striping and I/O mode for an application.
 
-    Learned from its past runs (at least 5), as a ROMIO hints file and an lfs setstripe line."""
+    Learned from its past runs (at least 5), with an lfs setstripe line."""
     from iolens.analyze.advise import advise as learn
 
     if ext is not None and not ext.startswith("."):
@@ -45,12 +45,6 @@ def advise(
     for kind, c in rep["settings"].items():
         out.print(_table(kind, c))
     out.print()
-    if rep["romio_hints_file"] is not None:
-        if rep["romio_hints_file"]:
-            out.print("[bold]ROMIO hints file[/] (point ROMIO_HINTS at it):")
-            out.print(rep["romio_hints_file"].rstrip("\n"), highlight=False, markup=False)
-        else:
-            out.print("[bold]ROMIO hints:[/] none (the defaults did best)")
     if rep["lfs_setstripe"]:
         out.print("[bold]Striping[/] (before the files are created):")
         out.print(rep["lfs_setstripe"], highlight=False, markup=False)

@@ -39,9 +39,21 @@ def import_darshan(
             help="Skip DXT traces: faster; client records then come from the counters.",
         ),
     ] = False,
+    uid_map: Annotated[
+        Path | None,
+        typer.Option(
+            "--uid-map",
+            help="TOML [uids] table naming the account of each uid in the logs (docs/deploy.md);"
+            " without it a job is owned by uid:N and only admins see it. Also re-owns the "
+            "jobs of logs loaded before.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Import Darshan logs: jobs, files, counters, DXT and findings (re-imports are skipped)."""
+    from iolens.ingest.uid_map import load_uid_map
+
+    owners = load_uid_map(uid_map) if uid_map is not None else None
     _start_decoder()
     from iolens.ingest.importers.darshan import import_logs, log_files, summarize
     from iolens.ingest.importers.darshan_context import ImportResult
@@ -59,7 +71,14 @@ def import_darshan(
             if res.error and live:  # as they happen; listed at the end otherwise
                 bar.console.print(f"[red]failed[/] {res.error}", highlight=False)
 
-        results = import_logs(store, files, dxt=not no_dxt, analyze=_diagnoser(store), on_log=done)
+        results = import_logs(
+            store,
+            files,
+            dxt=not no_dxt,
+            analyze=_diagnoser(store),
+            on_log=done,
+            owners=owners,
+        )
     seconds = time.perf_counter() - t0
     summary = summarize(results)
     summary["seconds"] = round(seconds, 3)

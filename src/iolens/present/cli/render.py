@@ -157,11 +157,12 @@ def job_report(rep: dict[str, Any]) -> Group:
         )
 
     files = Table(title="Busiest files", header_style="bold")
-    for col in ("path", "bytes", "procs", "OSTs"):
-        files.add_column(col, justify="left" if col in ("path", "OSTs") else "right")
+    for col in ("path", "fs", "bytes", "procs", "OSTs"):
+        files.add_column(col, justify="left" if col in ("path", "fs", "OSTs") else "right")
     for f in rep["top_files"][:5]:
         files.add_row(
             f["path"] or str(f["file_id"]),
+            f.get("fs") or "-",
             human_bytes(f["bytes"]),
             str(f["procs"]),
             _short_list(f["osts"]),

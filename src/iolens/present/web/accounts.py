@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 
 from iolens.errors import InputError, NotFound
+from iolens.model.owner import USER_NAME
 from iolens.model.schema import USERS
 from iolens.store.base import Store
 
@@ -38,7 +39,6 @@ SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
 #: How long a new token lives unless told otherwise, and the longest one may live.
 DEFAULT_TOKEN_DAYS = 90
 MAX_TOKEN_DAYS = 3650
-_NAME = re.compile(r"^[A-Za-z0-9._@+-]{1,64}$")
 _TOKEN = re.compile(r"^iol_([0-9a-f]{8})_([A-Za-z0-9_-]{20,})$")
 
 
@@ -100,7 +100,7 @@ def valid_days(days: int) -> int:
 
 def valid_name(name: str) -> str:
     """The user name, or InputError: scheduler user names, no spaces or slashes."""
-    if not _NAME.match(name or ""):
+    if not USER_NAME.match(name or ""):
         raise InputError("user", f"{name!r} is not a valid user name (letters, digits, ._@+-)")
     return name
 

@@ -1,10 +1,14 @@
 """Drishti 0.8's insights as iolens findings, with its known defects corrected.
 
 Every trigger of Drishti 0.8 (PyPI `drishti-io==0.8`, `drishti/includes/module.py`) is a
-`DarshanRule` here with code "D" + Drishti's code: S01 -> DS01, M01..M10 -> DM01..DM10,
-P01..P22 -> DP01..DP22 (Drishti has no P20). The two DXT Explorer insights Drishti shows
-when given `--json` keep their codes D01 (rank 0 heavy) -> DD01 and D02 (unbalanced
-workload) -> DD02. Thresholds are Drishti's defaults (`thresholds.py`).
+`DarshanRule` here with code "D" + Drishti's code: S01 -> DS01, M01..M07 -> DM01..DM07,
+P01..P22 -> DP01..DP22 (Drishti has no P20). Drishti's M08-M10 (MPI-IO aggregators,
+`cb_nodes`, against compute nodes) have no counterpart: they read `cb_nodes` from the
+log's `h=` metadata, which is the hints Darshan wrote its own log with
+(`iolens.model.darshan_own`), never the application's, and a Darshan log records no
+other; their codes DM08-DM10 are retired (`RETIRED_CODES`). The two DXT Explorer
+insights Drishti shows when given `--json` keep their codes D01 (rank 0 heavy) -> DD01
+and D02 (unbalanced workload) -> DD02. Thresholds are Drishti's defaults (`thresholds.py`).
 
 Drishti levels map to severities: HIGH -> critical when the offending share is >= 50 %,
 else warning; WARN -> warning; INFO and OK -> info (iolens emits info findings exactly
@@ -15,11 +19,6 @@ where Drishti emits INFO/OK insights).
 
 from __future__ import annotations
 
-from iolens.analyze.darshan.drishti.aggregators import (
-    InterNodeAggregators,
-    IntraNodeAggregators,
-    OneAggregatorPerNode,
-)
 from iolens.analyze.darshan.drishti.collective import (
     CollectiveReads,
     CollectiveWrites,
@@ -86,12 +85,13 @@ RULES: tuple[DrishtiRule, ...] = (
     CollectiveWrites(),
     BlockingReads(),
     BlockingWrites(),
-    IntraNodeAggregators(),
-    InterNodeAggregators(),
-    OneAggregatorPerNode(),
     RankZeroHeavy(),
     UnbalancedWorkload(),
 )
+
+#: Codes of rules removed for reading Darshan's own log-writing hints as the application's:
+#: a re-diagnosis deletes their old findings.
+RETIRED_CODES: frozenset[str] = frozenset({"DM08", "DM09", "DM10"})
 
 #: iolens code -> Drishti (or DXT Explorer) code
 DRISHTI_CODES: dict[str, str] = {r.code: r.drishti_code for r in RULES}
@@ -105,4 +105,4 @@ def diagnose(
     return [f for r in rules if (f := r.check(job, ctx)) is not None]
 
 
-__all__ = ["DRISHTI_CODES", "RULES", "DrishtiRule", "diagnose"]
+__all__ = ["DRISHTI_CODES", "RETIRED_CODES", "RULES", "DrishtiRule", "diagnose"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import posixpath
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -13,6 +12,7 @@ import pandas as pd
 from iolens.analyze.darshan.drishti import thresholds as T
 from iolens.analyze.darshan.rule import DarshanRule, RuleContext
 from iolens.model.darshan import DarshanJob
+from iolens.model.mounts import MountTable, is_lustre, lfs_dir
 
 MiB = 2**20
 
@@ -226,17 +226,7 @@ def request_gain(ops: int, nbytes: int, what: str) -> dict[str, Any] | None:
     }
 
 
-# --- site facts: hints, nodes, striping ---------------------------------------------------
-
-
-def hints(job: DarshanJob) -> dict[str, str]:
-    """The MPI-IO hints Darshan recorded (`h=key=value;...`); {} for none or `h=no`."""
-    out = {}
-    for item in job.metadata.get("h", "").split(";"):
-        key, sep, value = item.partition("=")
-        if sep and key.strip():
-            out[key.strip()] = value.strip()
-    return out
+# --- site facts: nodes, striping ---------------------------------------------------
 
 
 def node_count(job: DarshanJob, ctx: RuleContext) -> tuple[int | None, bool]:
@@ -268,15 +258,42 @@ def stripe_of(job: DarshanJob, rid: Any) -> tuple[int, int] | None:
     return int(r["stripe_count"]), int(r["stripe_size"])
 
 
-def setstripe(job: DarshanJob, ctx: RuleContext, rid: Any | None) -> str:
-    """`lfs setstripe` for the directory of file `rid`: wider than today, within the file
-    system's OST count when the site gives it."""
+def lustre_dir(job: DarshanJob, rid: Any) -> str | None:
+    """The directory `lfs` advice on file `rid` names, None unless the file is on Lustre
+    (`iolens.model.mounts.lfs_dir`: its mount, or a LUSTRE record; never a mount point)."""
+    return lfs_dir(MountTable(job.mounts), path(job, rid), stripe_of(job, rid) is not None)
+
+
+def uses_lustre(job: DarshanJob) -> bool:
+    """Does any of the job's data files live on Lustre?"""
+    if job.lustre is not None and len(job.lustre):
+        return True
+    table = MountTable(job.mounts)
+    return any(
+        is_lustre(table.fs_type(job.names.get(int(rid), "")))
+        for mod in ("POSIX", "MPI-IO", "STDIO")
+        for rid in job.counters(mod)["id"].unique()
+    )
+
+
+def setstripe(job: DarshanJob, ctx: RuleContext, rid: Any | None) -> str | None:
+    """`lfs setstripe` for the directory of file `rid` (None: the job's output directory):
+    wider than today, within the file system's OST count when the site gives it; None
+    when the file (for None: every data file of the job) is not on Lustre."""
+    where = lustre_dir(job, rid) if rid is not None else ("OUTDIR" if uses_lustre(job) else None)
+    if where is None:
+        return None
     current = stripe_of(job, rid) if rid is not None else None
     count = max(8, 2 * current[0]) if current else 8
     if ctx.ost_total:
         count = min(count, ctx.ost_total)
-    where = posixpath.dirname(path(job, rid)) if rid is not None else "OUTDIR"
-    return f"lfs setstripe -c {count} -S 4M {where or 'OUTDIR'}"
+    return f"lfs setstripe -c {count} -S 4M {where}"
+
+
+def stripe_clause(job: DarshanJob, ctx: RuleContext, rid: Any | None, lead: str) -> str:
+    """`; <lead>: `lfs setstripe ...`` for a file on Lustre, else nothing."""
+    cmd = setstripe(job, ctx, rid)
+    return f"; {lead}: `{cmd}`" if cmd else ""
 
 
 def mpich_hints(**kv: Any) -> str:

@@ -14,8 +14,8 @@ from iolens.analyze.darshan.drishti import thresholds as T
 from iolens.analyze.darshan.drishti.common import (
     MAX_RANKS,
     DrishtiRule,
-    setstripe,
     share_severity,
+    stripe_clause,
     top_files,
 )
 from iolens.analyze.darshan.drishti.hdf5 import no_fill
@@ -52,8 +52,9 @@ class _SizeImbalance(DrishtiRule):
         ranks = sorted({int(r) for r in files["max_rank"]})[:MAX_RANKS]
         advice = (
             f"{len(files)} file(s) where the ranks' {self.verb} bytes differ by up to "
-            f"{worst_share:.0%}. Balance the data between ranks; spread the file over more "
-            f"OSTs: `{setstripe(job, ctx, worst)}`; {no_fill()}; if only rank 0 opens the "
+            f"{worst_share:.0%}. Balance the data between ranks"
+            f"{stripe_clause(job, ctx, worst, 'spread the file over more OSTs')}; {no_fill()}; "
+            "if only rank 0 opens the "
             "file, have all ranks take part through MPI-IO collectives."
         )
         return self.finding(

@@ -139,19 +139,24 @@ class MisalignedFile(_Misaligned):
         worst = top.index[0] if len(top) else None
         stripe = stripe_of(job, worst) if worst is not None else None
         align = int(top["file_alignment"].iloc[0]) if len(top) else 0
+        cmd = setstripe(job, ctx, worst) if worst is not None else None
+        unit = "stripe size" if cmd else "alignment"
         advice = [
             f"{share:.0%} of the requests are misaligned"
             + (f" with the {human(align)} file alignment." if align > 1 else ".")
-            + " Make offsets and sizes multiples of the stripe size"
+            + f" Make offsets and sizes multiples of the {unit}"
         ]
-        if stripe:
+        if stripe and cmd:
             advice.append(
                 f"(this file: {stripe[0]} stripes of {human(stripe[1])}), or pick a stripe size "
-                f"that divides the request size: `{setstripe(job, ctx, worst)}`."
+                f"that divides the request size: `{cmd}`."
             )
+        elif cmd:  # on Lustre, layout not recorded
+            advice.append(f"(`lfs getstripe FILE`), or pick a stripe size: `{cmd}`.")
         else:
-            advice.append(f"(`lfs getstripe FILE`); on Lustre: `{setstripe(job, ctx, worst)}`.")
-        advice.append(f"MPI-IO: `{mpich_hints(striping_unit=4194304)}`.")
+            advice[-1] += "."
+        if cmd:  # ROMIO's striping_unit sets the stripe size of files it creates on Lustre
+            advice.append(f"MPI-IO: `{mpich_hints(striping_unit=4194304)}`.")
         if uses_hdf5(job):
             advice.append(alignment(stripe[1] if stripe else None))
         return (

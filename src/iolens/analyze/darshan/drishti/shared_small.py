@@ -8,9 +8,9 @@ from iolens.analyze.darshan.drishti.common import (
     DrishtiRule,
     mpich_hints,
     request_gain,
-    setstripe,
     share_severity,
     small_share,
+    stripe_clause,
     top_files,
 )
 from iolens.analyze.darshan.drishti.hdf5 import mpio_collective, uses_hdf5
@@ -41,7 +41,7 @@ class _SharedSmall(DrishtiRule):
             f"Coalesce them with collective MPI-IO (`{sm.collective_call}(fh, off, buf, n, type, "
             f"&st)`) and collective buffering: "
             f"`{mpich_hints(**{sm.cb_hint: 'enable', 'cb_buffer_size': 16777216})}`"
-            f"; stripe the shared file widely: `{setstripe(job, ctx, worst)}`."
+            f"{stripe_clause(job, ctx, worst, 'stripe the shared file widely')}."
         )
         if uses_hdf5(job):
             advice += " " + mpio_collective()

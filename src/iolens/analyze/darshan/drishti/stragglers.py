@@ -15,8 +15,8 @@ from iolens.analyze.darshan.drishti import thresholds as T
 from iolens.analyze.darshan.drishti.common import (
     DrishtiRule,
     col,
-    setstripe,
     share_severity,
+    stripe_clause,
     top_files,
 )
 from iolens.analyze.darshan.rule import RuleContext
@@ -75,8 +75,8 @@ class _Stragglers(DrishtiRule):
                 "ranks": [-1],
             },
             f"{len(files)} shared file(s) with {self.what} imbalance up to {worst_share:.0%} "
-            f"between the slowest and fastest rank. {self.balance}; spread the file over more "
-            f"OSTs: `{setstripe(job, ctx, worst)}`.",
+            f"between the slowest and fastest rank. {self.balance}"
+            f"{stripe_clause(job, ctx, worst, 'spread the file over more OSTs')}.",
             severity=share_severity(worst_share),
             gain=self.gain(files.loc[worst], max(job.nprocs, 1)),
         )

@@ -9,7 +9,7 @@ bytes and time, and also requires the ranks' bytes above (1 + imbalance_size) x 
 from __future__ import annotations
 
 from iolens.analyze.darshan.drishti import thresholds as T
-from iolens.analyze.darshan.drishti.common import DrishtiRule, per_rank, setstripe
+from iolens.analyze.darshan.drishti.common import DrishtiRule, per_rank, stripe_clause
 from iolens.analyze.darshan.drishti.hdf5 import no_fill
 from iolens.analyze.darshan.rule import RuleContext
 from iolens.model.darshan import DarshanJob
@@ -70,8 +70,9 @@ class UnbalancedWorkload(DrishtiRule):
                 },
             },
             f"{len(hit)} rank(s) do up to {factor:.1f}x the mean rank's I/O. Rebalance the "
-            "decomposition or aggregate through MPI-IO collectives; spread shared files over "
-            f"more OSTs (`{setstripe(job, ctx, None)}`); {no_fill()}.",
+            "decomposition or aggregate through MPI-IO collectives"
+            f"{stripe_clause(job, ctx, None, 'spread shared files over more OSTs')}; "
+            f"{no_fill()}.",
             severity="critical" if factor >= 1 / T.CRITICAL_SHARE else "warning",
             gain={
                 "metric": "busiest_rank_bytes",

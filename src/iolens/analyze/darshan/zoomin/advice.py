@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import posixpath
 from typing import Any
 
 from iolens.analyze.darshan.zoomin import thresholds as th
+from iolens.model.darshan import DarshanJob
+from iolens.model.mounts import MountTable, lfs_dir
 
 
 def stripe_count_for(size: float, ost_total: int | None = None, at_least: int = 1) -> int:
@@ -15,9 +16,10 @@ def stripe_count_for(size: float, ost_total: int | None = None, at_least: int = 
     return min(k, ost_total) if ost_total else k
 
 
-def setstripe(path: str, count: int, stripe_size: int = th.STRIPE_SIZE) -> str:
-    """`lfs setstripe` on the file's directory: new files there inherit the layout."""
-    d = posixpath.dirname(path) or "."
+def setstripe(job: DarshanJob, path: str, count: int, stripe_size: int = th.STRIPE_SIZE) -> str:
+    """`lfs setstripe` on the directory of a file with a LUSTRE layout (new files there
+    inherit it); `DIR` instead of a mount point, whose layout is the file system's default."""
+    d = lfs_dir(MountTable(job.mounts), path, lustre_record=True) or "DIR"
     return f"lfs setstripe -c {count} -S {stripe_size // 2**20}M {d}"
 
 

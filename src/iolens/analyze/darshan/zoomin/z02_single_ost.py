@@ -103,7 +103,7 @@ class SingleOstBound(DarshanRule):
         rec = (
             f"{who} {top['path']} ({mb(top['size'])}) on the single OST "
             f"{one.ost}, covering {one.cover_share:.0%} of the I/O time. Stripe the directory "
-            f"before the file is created: `{setstripe(top['path'], k)}` "
+            f"before the file is created: `{setstripe(job, top['path'], k)}` "
             f"(or `lfs migrate -c {k} FILE` for an existing file)."
         )
         g = gain(amdahl(total, one.cover_s, speed), basis) if speed > 1 else None

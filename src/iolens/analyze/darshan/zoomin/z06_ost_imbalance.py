@@ -77,7 +77,7 @@ class OstImbalance(DarshanRule):
         rec = (
             f"OST {ost} carries {ratio:.1f}x the mean OST's {key} ({what}) of the job's "
             f"{len(o)} OSTs. Spread the largest files over more OSTs: "
-            f"`{setstripe(str(biggest['path']), k)}` before they are written (or "
+            f"`{setstripe(job, str(biggest['path']), k)}` before they are written (or "
             f"`lfs migrate -c {k} FILE` for existing ones)."
         )
         g = gain(

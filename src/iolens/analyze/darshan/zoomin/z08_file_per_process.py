@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import posixpath
-
 from iolens.analyze.darshan.rule import DarshanRule, RuleContext
 from iolens.analyze.darshan.zoomin.advice import mb
 from iolens.analyze.darshan.zoomin.analysis import zoom
 from iolens.model.darshan import DarshanJob
 from iolens.model.finding import Finding
+from iolens.model.mounts import MountTable, lfs_dir
 
 #: Rank count above which one file per rank starts to load the metadata server.
 MANY_FILES = 10_000
@@ -22,8 +21,8 @@ class FilePerProcess(DarshanRule):
     Why it hurts: it does not; a positive factor: ranks never contend for a file's locks or
     stripes, which is how Cosmology1's fast run reached tens of GB/s (Table III). Its cost
     is metadata: one create per rank, which the MDS feels at tens of thousands of ranks.
-    What to do: keep it, one stripe per file (`lfs setstripe -c 1 DIR`) so the files
-    spread over the OSTs. Past ~10,000 ranks, group files per node (HDF5 subfiling,
+    What to do: keep it; on Lustre, one stripe per file (`lfs setstripe -c 1 DIR`) so the
+    files spread over the OSTs. Past ~10,000 ranks, group files per node (HDF5 subfiling,
     ADIOS2 aggregation) to spare the MDS.
     """
 
@@ -55,11 +54,17 @@ class FilePerProcess(DarshanRule):
             "bandwidth": z.factors["bandwidth"],
             "examples": [str(p) for p in own["path"].head(3)],
         }
-        d = posixpath.dirname(str(own["path"].iloc[0])) or "."
+        first = own.iloc[0]
+        d = lfs_dir(MountTable(job.mounts), str(first["path"]), len(first["osts"]) > 0)
         rec = (
             f"{len(own)} per-rank files carry {share:.0%} of the job's {mb(z.datasize)}: no "
-            "lock or stripe contention between ranks. Keep this pattern, with one stripe per "
-            f"file so the allocator spreads the files over the OSTs: `lfs setstripe -c 1 {d}`"
+            "lock or stripe contention between ranks. Keep this pattern"
+            + (
+                ", with one stripe per file so the allocator spreads the files over the OSTs: "
+                f"`lfs setstripe -c 1 {d}`"
+                if d
+                else ""
+            )
             + (
                 "; at this scale consider one file per node (HDF5 subfiling: "
                 "`H5Pset_fapl_subfiling(fapl, NULL)`) to spare the metadata server."
