@@ -235,9 +235,7 @@ def test_traced_mpi_program_is_its_own_figure(tmp_path):
     on a 150-ms read phase, seen once in four runs here). Up to three runs are made and
     one must agree within 1 %; none may be slower than the program says."""
     exe = tmp_path / "bandwidth_prog"
-    subprocess.run(
-        ["mpicc", "-O2", "-o", str(exe), str(HERE / "bandwidth_prog.c")], check=True
-    )
+    subprocess.run(["mpicc", "-O2", "-o", str(exe), str(HERE / "bandwidth_prog.c")], check=True)
     seen = []
     for attempt in range(3):
         run = tmp_path / f"run{attempt}"

@@ -136,8 +136,10 @@ class Bandwidth:
 
     def described(self) -> str:
         """The definition as the report states it, with the layer it was measured at."""
-        return f"{self.definition}; timed at the {self.layer} layer" if self.layer else (
-            self.definition
+        return (
+            f"{self.definition}; timed at the {self.layer} layer"
+            if self.layer
+            else (self.definition)
         )
 
 
@@ -186,8 +188,11 @@ def of_records(recs: pd.DataFrame, definition: str = DEFINITION) -> Bandwidth:
         return Bandwidth(0, 0, 0.0, 0.0, 0.0, "", definition)
     spans = recs.groupby("group").agg(t0=("t0", "min"), t1=("t1", "max"))
     merged = dict(
-        zip(spans.index, _groups(spans["t0"].to_numpy(float), spans["t1"].to_numpy(float)),
-            strict=True)
+        zip(
+            spans.index,
+            _groups(spans["t0"].to_numpy(float), spans["t1"].to_numpy(float)),
+            strict=True,
+        )
     )
     g = recs["group"].map(merged).to_numpy(np.int64)
     # a merged group's wall time: no rank of it can have spent longer inside I/O calls
@@ -205,8 +210,12 @@ def of_records(recs: pd.DataFrame, definition: str = DEFINITION) -> Bandwidth:
         per_shared = slow if name == "io" else t * frac
         sh = pd.Series(np.where(shared, per_shared, 0.0)).groupby(g).sum()
         own = pd.DataFrame(
-            {"g": g[~shared], "p": recs["group"].to_numpy()[~shared],
-             "r": recs["process"].to_numpy()[~shared], "t": t[~shared]}
+            {
+                "g": g[~shared],
+                "p": recs["group"].to_numpy()[~shared],
+                "r": recs["process"].to_numpy()[~shared],
+                "t": t[~shared],
+            }
         )
         slowest = own.groupby(["g", "p", "r"])["t"].sum().groupby(level="g").max()
         per_group = sh.add(slowest, fill_value=0.0)
@@ -268,9 +277,7 @@ def of_calls(
     has_outer = f["id"].isin(outer)
     f = f[np.where(has_outer, f["layer"] == OUTER_LAYER, f["layer"] != OUTER_LAYER)]
     per = f.groupby("process").agg(t0=("t0", "min"), t1=("t1", "max"))
-    grp = dict(
-        zip(per.index, _groups(per["t0"].to_numpy(), per["t1"].to_numpy()), strict=True)
-    )
+    grp = dict(zip(per.index, _groups(per["t0"].to_numpy(), per["t1"].to_numpy()), strict=True))
     times: dict[str, float] = {}
     for name, ops in (("read", (0,)), ("write", (1,)), ("io", (0, 1, 2))):
         m = f[f["op"].isin(ops)]
@@ -280,8 +287,9 @@ def of_calls(
         p = m.groupby("process").agg(d=("dur", "sum"), t0=("t0", "min"), t1=("t1", "max"))
         busy = np.minimum(p["d"], p["t1"] - p["t0"])  # threads may overlap: never past the span
         times[name] = float(busy.groupby(p.index.map(grp)).max().sum())
-    layers = "+".join(sorted({str(x).upper() if x != OUTER_LAYER else x for x in f["layer"]},
-                             key=_layer_order))
+    layers = "+".join(
+        sorted({str(x).upper() if x != OUTER_LAYER else x for x in f["layer"]}, key=_layer_order)
+    )
     return Bandwidth(
         int(f.loc[f["op"] == 0, "nbytes"].sum()),
         int(f.loc[f["op"] == 1, "nbytes"].sum()),

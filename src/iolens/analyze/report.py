@@ -263,9 +263,8 @@ def build_many(store: Store, job_ids: list[str], with_series: bool = False) -> l
                 {k: v[a:b] for k, v in rec.items()},
                 {k: v[c:d] for k, v in pairs.items()},
                 with_series,
-                logged.get(job_id) or _traced_bandwidth(
-                    {k: v[a:b] for k, v in rec.items()}, system
-                ),
+                logged.get(job_id)
+                or _traced_bandwidth({k: v[a:b] for k, v in rec.items()}, system),
             )
             facts[job_id] = _attach(rep, {k: v.get(job_id, []) for k, v in extra.items()})
             reports.append(rep)

@@ -22,9 +22,9 @@ import pytest
 
 from iolens.analyze.darshan.drishti import DRISHTI_CODES, RULES, diagnose
 from iolens.analyze.darshan.drishti.common import hints, per_rank
-from iolens.analyze.darshan.zoomin.factors import rank_load
 from iolens.analyze.darshan.drishti.csv import COLUMNS, drishti_csv
 from iolens.analyze.darshan.rule import RuleContext
+from iolens.analyze.darshan.zoomin.factors import rank_load
 from iolens.ingest.darshan_reader import read_log
 from iolens.model.darshan import DarshanJob
 from iolens.model.finding import Finding
