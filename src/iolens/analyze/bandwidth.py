@@ -260,39 +260,44 @@ def of_calls(
     keep = (op <= 2) & ~np.isin(file_id, skip)
     if not keep.any():
         return Bandwidth(0, 0, 0.0, 0.0, 0.0, "", TRACED)
-    f = pd.DataFrame(
-        {
-            "process": process[keep],
-            "id": file_id[keep],
-            "layer": np.where(layer[keep] == "mpiio", OUTER_LAYER, layer[keep]),
-            "op": op[keep],
-            "nbytes": nbytes[keep].astype(float),
-            "dur": np.clip(dur_s[keep].astype(float), 0.0, None),
-            "t0": t0[keep].astype(float),
-            "t1": np.maximum(t1[keep], t0[keep]).astype(float),
-        }
-    )
-    data = f["op"] <= 1
-    outer = set(f.loc[data & (f["layer"] == OUTER_LAYER) & (f["nbytes"] > 0), "id"])
-    has_outer = f["id"].isin(outer)
-    f = f[np.where(has_outer, f["layer"] == OUTER_LAYER, f["layer"] != OUTER_LAYER)]
-    per = f.groupby("process").agg(t0=("t0", "min"), t1=("t1", "max"))
-    grp = dict(zip(per.index, _groups(per["t0"].to_numpy(), per["t1"].to_numpy()), strict=True))
+    # numpy throughout: the report runs this for every job of a day (hundreds)
+    lay = np.where(layer[keep] == "mpiio", OUTER_LAYER, layer[keep]).astype(object)
+    fid, o = file_id[keep], op[keep]
+    nb = nbytes[keep].astype(float)
+    outer_files = np.unique(fid[(o <= 1) & (lay == OUTER_LAYER) & (nb > 0)])
+    mpi = lay == OUTER_LAYER
+    sel = np.where(np.isin(fid, outer_files), mpi, ~mpi)
+    lay, o, nb = lay[sel], o[sel], nb[sel]
+    dur = np.clip(dur_s[keep][sel].astype(float), 0.0, None)
+    a = t0[keep][sel].astype(float)
+    b = np.maximum(t1[keep][sel].astype(float), a)
+    procs, pi = np.unique(process[keep][sel], return_inverse=True)
+    n = len(procs)
+    if n == 0:
+        return Bandwidth(0, 0, 0.0, 0.0, 0.0, "", TRACED)
+    first, last = np.full(n, np.inf), np.full(n, -np.inf)
+    np.minimum.at(first, pi, a)
+    np.maximum.at(last, pi, b)
+    grp = _groups(first, last)
     times: dict[str, float] = {}
-    for name, ops in (("read", (0,)), ("write", (1,)), ("io", (0, 1, 2))):
-        m = f[f["op"].isin(ops)]
-        if not len(m):
+    for name, mask in (("read", o == 0), ("write", o == 1), ("io", o <= 2)):
+        if not mask.any():
             times[name] = 0.0
             continue
-        p = m.groupby("process").agg(d=("dur", "sum"), t0=("t0", "min"), t1=("t1", "max"))
-        busy = np.minimum(p["d"], p["t1"] - p["t0"])  # threads may overlap: never past the span
-        times[name] = float(busy.groupby(p.index.map(grp)).max().sum())
+        d = np.bincount(pi[mask], weights=dur[mask], minlength=n)
+        lo, hi = np.full(n, np.inf), np.full(n, -np.inf)
+        np.minimum.at(lo, pi[mask], a[mask])
+        np.maximum.at(hi, pi[mask], b[mask])
+        busy = np.where(hi >= lo, np.minimum(d, hi - lo), 0.0)  # threads: never past the span
+        slowest = np.zeros(int(grp.max()) + 1)
+        np.maximum.at(slowest, grp, busy)
+        times[name] = float(slowest.sum())
     layers = "+".join(
-        sorted({str(x).upper() if x != OUTER_LAYER else x for x in f["layer"]}, key=_layer_order)
+        sorted({x if x == OUTER_LAYER else str(x).upper() for x in set(lay)}, key=_layer_order)
     )
     return Bandwidth(
-        int(f.loc[f["op"] == 0, "nbytes"].sum()),
-        int(f.loc[f["op"] == 1, "nbytes"].sum()),
+        int(nb[o == 0].sum()),
+        int(nb[o == 1].sum()),
         times["read"],
         times["write"],
         times["io"],
