@@ -128,8 +128,8 @@ def test_report_fields_are_consistent(reports):
     for r in reports.values():
         assert r.io_procs <= (r.nprocs or r.io_procs)
         assert r.io_nodes <= r.nodes
-        assert r.read_bw_peak >= r.read_bw_avg >= 0
-        assert r.write_bw_peak >= r.write_bw_avg >= 0
+        assert r.read_bw_avg >= 0 and r.write_bw_avg >= 0
+        assert r.io_time_s <= (r.runtime_s or r.io_time_s)  # the slowest rank's, in the run
         assert r.forwarders and all(f.startswith("fwd") for f in r.forwarders)
         if r.read_bytes + r.write_bytes:
             assert r.osts

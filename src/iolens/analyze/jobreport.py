@@ -44,14 +44,14 @@ class JobReport:
     write_bytes: int
     read_ops: int
     write_ops: int
-    read_bw_avg: float  # bytes/s over seconds with read activity
-    read_bw_peak: float  # max bytes/s in one second
-    write_bw_avg: float
-    write_bw_peak: float
-    iops_avg: float  # data ops/s over seconds with data activity
-    md_ops: int  # ops that reach the metadata server
-    md_ops_rate: float  # metadata ops/s over seconds with any I/O activity
-    io_time_s: float  # seconds with any I/O activity
+    # The job's one bandwidth (`analyze/bandwidth.py`): bytes / I/O time of the slowest
+    # rank, per direction (`bandwidth` below holds the figures and the definition).
+    read_bw_avg: float  # bytes/s: read bytes / the slowest rank's read time
+    write_bw_avg: float  # bytes/s: written bytes / the slowest rank's write time
+    iops_avg: float  # data ops/s over the seconds with data activity (an op rate, as
+    md_ops: int  # ops that reach the metadata server          the servers see it)
+    md_ops_rate: float  # metadata ops/s over the seconds with any I/O activity
+    io_time_s: float  # the slowest rank's I/O time (read + write + metadata), <= run time
     io_procs: int
     io_nodes: int
     files: int
@@ -72,9 +72,14 @@ class JobReport:
     # MPI-IO call and the POSIX calls it causes describe the same bytes, so the totals
     # above count each file's data and metadata ops from its lowest traced layer only.
     io_layers: dict[str, dict[str, int]] = field(default_factory=dict)
-    # Bandwidth as an application measures it: bytes of its data files / (end of the last
-    # op - start of the first), across all processes, timed at the outermost traced layer
-    # (MPI-IO calls when the job made them, else POSIX/STDIO). 0 without such I/O.
+    # The bandwidth figures: definition (stated in every report), layer, bytes, the
+    # slowest rank's read, write and I/O times, read_bw, write_bw and bw (both directions
+    # over io_time_s: darshan-parser --perf's agg_perf_by_slowest).
+    bandwidth: dict[str, Any] = field(default_factory=dict)
+    # Throughput over the I/O span, pauses included: bytes of the data files / (end of the
+    # last op - start of the first), across all processes, timed at the outermost traced
+    # layer. Not the job's bandwidth: what a program that times its whole I/O loop prints
+    # (the mini cluster's test programs compare against it). 0 without such I/O.
     read_span_s: float = 0.0
     write_span_s: float = 0.0
     read_bw_span: float = 0.0

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from iolens.analyze import bandwidth
 from iolens.analyze.catalog import titles
 from iolens.analyze.iomode import MINOR_FILE_SHARE, classify
 from iolens.analyze.jobreport import JobReport, Series
@@ -21,14 +22,7 @@ from iolens.model.schema import DATA_OPS, MDS_OPS
 from iolens.store import queries
 from iolens.store.base import Store
 
-BIN_S = 1.0  # resolution of bandwidth time series and of "peak" bandwidth
-
-
-def _span(values: np.ndarray, active: np.ndarray) -> tuple[float, float]:
-    """(average over active bins, peak bin) of a per-bin amount, as per-second rates."""
-    if not active.any():
-        return 0.0, 0.0
-    return float(values.sum() / (active.sum() * BIN_S)), float(values.max() / BIN_S)
+BIN_S = 1.0  # resolution of the time series plotted (never of a bandwidth: `bandwidth.py`)
 
 
 def series_of(records: pa.Table) -> Series:
@@ -88,6 +82,9 @@ _MDS_OPS_SQL = ", ".join(f"'{o}'" for o in MDS_OPS)
 _IO_OPS_SQL = f"'read', 'write', {_MDS_OPS_SQL}"
 #: Client layers in the order of their codes in _RECORDS_SQL (anything else: "other").
 CLIENT_LAYERS = ("posix", "stdio", "mpiio")
+# Seconds inside the record's calls (the tracer's own per-call timing); rows without it
+# (none of iolens's sources leave it out) count their span.
+_DUR_SQL = "coalesce(dur_ns / 1e9, (epoch_us(t_end) - epoch_us(t_start)) / 1e6)"
 # Every client record of the chunk's jobs, and whether it counts towards the totals:
 # an MPI-IO call and the POSIX calls it causes describe the same I/O, so each file's
 # reads, writes and metadata ops count from one layer (queries.counted_layer_ctes).
@@ -100,7 +97,7 @@ SELECT c.job_id, c.file_id,
        CASE layer WHEN 'posix' THEN 0 WHEN 'stdio' THEN 1 WHEN 'mpiio' THEN 2 ELSE 3 END AS layer,
        (size * count)::DOUBLE AS nbytes, count::DOUBLE AS count,
        epoch_us(t_start) / 1e6 AS t0, epoch_us(t_end) / 1e6 AS t1,
-       {_COUNTED} AS counted
+       {_COUNTED} AS counted, hash(c.node, c.pid) AS process, {_DUR_SQL} AS dur
 FROM client_io c JOIN _iolens_chunk USING (job_id) {_COUNTED_JOIN}
 ORDER BY c.job_id
 """
@@ -114,7 +111,8 @@ SELECT job_id, file_id,
             WHEN op IN ({_MDS_OPS_SQL}) THEN 2 ELSE 3 END AS op,
        CASE layer WHEN 'posix' THEN 0 WHEN 'stdio' THEN 1 WHEN 'mpiio' THEN 2 ELSE 3 END AS layer,
        (size * count)::DOUBLE AS nbytes, count::DOUBLE AS count,
-       epoch_us(t_start) / 1e6 AS t0, epoch_us(t_end) / 1e6 AS t1, true AS counted
+       epoch_us(t_start) / 1e6 AS t0, epoch_us(t_end) / 1e6 AS t1, true AS counted,
+       hash(node, pid) AS process, {_DUR_SQL} AS dur
 FROM client_io JOIN _iolens_chunk USING (job_id) ORDER BY job_id
 """
 _FLAT_PAIRS_SQL = """
@@ -253,6 +251,8 @@ def build_many(store: Store, job_ids: list[str], with_series: bool = False) -> l
             layered = store.query(_HAS_MPIIO_SQL).num_rows > 0
             rec, rec_at = _split(store.query(_RECORDS_SQL if layered else _FLAT_RECORDS_SQL))
             pairs, pair_at = _split(store.query(_PAIRS_SQL if layered else _FLAT_PAIRS_SQL))
+            logged = bandwidth.from_store(store, "_iolens_chunk")
+            system = bandwidth.system_files(store, "_iolens_chunk")
         finally:
             store.unregister("_iolens_chunk")
         for job_id in chunk:
@@ -263,6 +263,8 @@ def build_many(store: Store, job_ids: list[str], with_series: bool = False) -> l
                 {k: v[a:b] for k, v in rec.items()},
                 {k: v[c:d] for k, v in pairs.items()},
                 with_series,
+                logged.get(job_id)
+                or _traced_bandwidth({k: v[a:b] for k, v in rec.items()}, system),
             )
             facts[job_id] = _attach(rep, {k: v.get(job_id, []) for k, v in extra.items()})
             reports.append(rep)
@@ -392,28 +394,37 @@ def _phase_json(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def _report(
-    job: dict[str, Any], rec: dict[str, np.ndarray], pairs: dict[str, np.ndarray], with_series: bool
+    job: dict[str, Any],
+    rec: dict[str, np.ndarray],
+    pairs: dict[str, np.ndarray],
+    with_series: bool,
+    bw: bandwidth.Bandwidth | None = None,
 ) -> tuple[JobReport, list[dict[str, Any]]]:
-    """What needs the job's client records, computed per job in numpy."""
+    """What needs the job's client records, computed per job in numpy.
+
+    `bw` is the job's bandwidth: from its Darshan counters (`bandwidth.from_store`), else
+    from its client records' own call durations (`_traced_bandwidth`, the default).
+    """
     layers = _io_layers(rec)
     spans, span_bytes = _app_spans(rec)
+    start, end = job["start"], job["end"]
+    runtime = (end - start).total_seconds() if start and end else None
+    bw = (bw or _traced_bandwidth(rec)).clipped(runtime)
     rec = {k: v[rec["counted"]] for k, v in rec.items()}  # each I/O once: its lowest layer
     op, nbytes, count = rec["op"], rec["nbytes"], rec["count"]
     is_read, is_write, is_md = op == 0, op == 1, op == 2
     is_data = is_read | is_write
     series = _series(rec["t0"], rec["t1"], op, nbytes, count)
-    active = series.active
-    read_avg, read_peak = _span(series.read, series.read > 0)
-    write_avg, write_peak = _span(series.write, series.write > 0)
-    data_active = (series.read > 0) | (series.write > 0) | (series.ops > 0)
     data_ops = int(count[is_data].sum())
-    io_time = float(active.sum() * BIN_S)
+    io_time = bw.io_time_s
+    # op rates stay per second of activity (what a server sees), not per slowest rank
+    active_s = float(series.active.sum() * BIN_S)
+    data_s = float(((series.read > 0) | (series.write > 0) | (series.ops > 0)).sum() * BIN_S)
     compute = {
         "read_bytes": int(nbytes[is_read].sum()),
         "write_bytes": int(nbytes[is_write].sum()),
         "md_ops": int(count[is_md].sum()),
     }
-    start, end = job["start"], job["end"]
     rep = JobReport(
         job_id=job["job_id"],
         user=job["user"],
@@ -421,7 +432,7 @@ def _report(
         state=job["state"],
         start=start,
         end=end,
-        runtime_s=(end - start).total_seconds() if start and end else None,
+        runtime_s=runtime,
         nodes=len(job["nodes"] or []),
         nprocs=job["nprocs"],
         io_mode=classify(pairs["process"], pairs["file_id"], pairs["nbytes"], job["nprocs"]),
@@ -429,13 +440,11 @@ def _report(
         write_bytes=compute["write_bytes"],
         read_ops=int(count[is_read].sum()),
         write_ops=int(count[is_write].sum()),
-        read_bw_avg=read_avg,
-        read_bw_peak=read_peak,
-        write_bw_avg=write_avg,
-        write_bw_peak=write_peak,
-        iops_avg=data_ops / (data_active.sum() * BIN_S) if data_active.any() else 0.0,
+        read_bw_avg=bw.read_bw,
+        write_bw_avg=bw.write_bw,
+        iops_avg=data_ops / data_s if data_s > 0 else 0.0,
         md_ops=compute["md_ops"],
-        md_ops_rate=compute["md_ops"] / io_time if io_time else 0.0,
+        md_ops_rate=compute["md_ops"] / active_s if active_s > 0 else 0.0,
         io_time_s=io_time,
         io_procs=0,
         io_nodes=0,
@@ -448,6 +457,7 @@ def _report(
         series=series if with_series else None,
         node_list=list(job["nodes"] or []),
         io_layers=layers,
+        bandwidth=_bandwidth_json(bw),
         read_span_s=spans[0],
         write_span_s=spans[1],
         read_bw_span=span_bytes[0] / spans[0] if spans[0] > 0 else 0.0,
@@ -456,6 +466,34 @@ def _report(
     top = _top_files(pairs["file_id"], pairs["process"], pairs["nbytes"])
     _split_bytes(top, rec["file_id"], op, nbytes)
     return rep, top
+
+
+def _traced_bandwidth(
+    rec: dict[str, np.ndarray], system: set[int] | frozenset[int] = frozenset()
+) -> bandwidth.Bandwidth:
+    """The job's bandwidth from its client records' call durations (every layer: the
+    definition picks each file's outermost one), without the `system` files."""
+    code = rec["layer"]
+    names = np.array([*CLIENT_LAYERS, "other"], dtype=object)[np.minimum(code, len(CLIENT_LAYERS))]
+    return bandwidth.of_calls(
+        rec["process"], rec["file_id"], names, rec["op"], rec["nbytes"], rec["dur"],
+        rec["t0"], rec["t1"], system,
+    )  # fmt: skip
+
+
+def _bandwidth_json(bw: bandwidth.Bandwidth) -> dict[str, Any]:
+    return {
+        "definition": bw.described(),
+        "layer": bw.layer,
+        "read_bytes": bw.read_bytes,
+        "write_bytes": bw.write_bytes,
+        "read_time_s": bw.read_time_s,
+        "write_time_s": bw.write_time_s,
+        "io_time_s": bw.io_time_s,
+        "read_bw": bw.read_bw,
+        "write_bw": bw.write_bw,
+        "bw": bw.bw,
+    }
 
 
 def _split_bytes(

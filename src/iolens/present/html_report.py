@@ -104,7 +104,7 @@ def render(store: Store, job_id: str) -> str:
         phases = [(plots.epoch(p["start"]) - t0, plots.epoch(p["end"]) - t0) for p in job["phases"]]
         figures.append(
             (
-                "Bandwidth over time (I/O phases shaded)",
+                "Bytes moved per second of the job (1-s bins, I/O phases shaded)",
                 plots.bandwidth_timeline(
                     full.series.origin - t0, full.series.read, full.series.write, phases
                 ),

@@ -2,7 +2,7 @@
 
 Each rule has a log that triggers it and one that does not. The darshan package's example
 logs are always present; the shared logs (../shared/data) are skipped when absent. Where
-no real log triggers a rule (DP13, DP21, DP22, DM03, DM04, DD01, DD02, and the
+no real log triggers a rule (DP13, DP21, DP22, DM03, DM04, and the
 defect-fix cases), the test builds the job from a real log by editing counters, and says
 so. Drishti's M08-M10 have no rule (they read Darshan's own log-writing hints:
 tests/analyze/darshan/test_darshan_own.py).
@@ -25,6 +25,7 @@ from iolens.analyze.darshan.drishti import DRISHTI_CODES, RETIRED_CODES, RULES, 
 from iolens.analyze.darshan.drishti.common import per_rank
 from iolens.analyze.darshan.drishti.csv import COLUMNS, drishti_csv
 from iolens.analyze.darshan.rule import RuleContext
+from iolens.analyze.darshan.zoomin.factors import rank_load
 from iolens.ingest.darshan_reader import read_log
 from iolens.model.darshan import DarshanJob
 from iolens.model.darshan_own import log_write_hints
@@ -291,10 +292,27 @@ def test_each_code_once_and_json_evidence() -> None:
             json.dumps(f.gain)
 
 
-def test_per_rank_workload_spreads_shared_records() -> None:
-    w = per_rank(job(IOR_HDF5))
+def test_per_rank_workload_gives_shared_records_to_their_recorded_ranks() -> None:
+    """ior_hdf5_example: the shared files' bytes are kept whole and given to the ranks
+    their DXT segments name (issue 21: not an even split); the same ranks the zoom-in
+    rules see."""
+    j = job(IOR_HDF5)
+    w = per_rank(j)
     assert list(w.index) == [0, 1, 2, 3]
-    assert w["bytes"].nunique() == 1 and w["bytes"].iloc[0] == (4202504 + 4195800) / 4
+    assert w["bytes"].sum() == pytest.approx(4202504 + 4195800)
+    assert list(w["bytes"]) == pytest.approx(list(rank_load(j).bytes))
+
+
+def test_rank_zero_moving_a_shared_file_is_seen_from_the_counters() -> None:
+    """MACSio (16 ranks): rank 0, the one aggregator, wrote 92.9 MB of the 94.4 MB shared
+    HDF5 file (POSIX_SLOWEST_RANK_BYTES). Split evenly, rank 0 "moved" 1/16 of it and
+    neither DD01 nor DD02 fired; now rank 0 moves 98 %, 15.7x the mean rank (the truth:
+    the other 15 ranks share 1.5 MB)."""
+    f = run(job(MACSIO))
+    assert f["DD01"].evidence["rank0_share"] == pytest.approx(0.984, abs=0.005)
+    assert "98%" in f["DD01"].recommendation
+    assert f["DD02"].gain is not None and f["DD02"].gain["factor"] == pytest.approx(15.7, abs=0.1)
+    assert f["DD02"].evidence["ranks"][0]["rank"] == 0
 
 
 # --- the rule set ---------------------------------------------------------------------------

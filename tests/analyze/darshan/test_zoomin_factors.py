@@ -142,7 +142,9 @@ def test_factors_match_raw_counters(spec: str | tuple[str, ...]) -> None:
 @pytest.mark.parametrize("spec", ALL, ids=_ids)
 def test_bandwidth_is_darshans_by_slowest_estimate(spec: str | tuple[str, ...]) -> None:
     """Over the POSIX module alone, our I/O time and bandwidth are Darshan's accumulator's
-    (to 1e-6: we count the few negative clock-jitter durations of dxt.darshan as 0)."""
+    (to 1e-6: we count the few negative clock-jitter durations of dxt.darshan as 0), except
+    that the I/O time never exceeds the run (issue 21: dxt.darshan's single process holds
+    11,218 s of metadata time in a 1,469-s run)."""
     j = job(_log(spec))
     if not j.has("POSIX"):
         pytest.skip("no POSIX module")
@@ -152,8 +154,9 @@ def test_bandwidth_is_darshans_by_slowest_estimate(spec: str | tuple[str, ...]) 
     dm = acc.derived_metrics
     recs = data_records(j, ("POSIX",))
     t = io_time(j, recs)
-    assert math.isclose(t, dm.agg_time_by_slowest, rel_tol=1e-6, abs_tol=1e-12)
-    if t > 0:
+    want = min(dm.agg_time_by_slowest, j.run_time) if j.run_time > 0 else dm.agg_time_by_slowest
+    assert math.isclose(t, want, rel_tol=1e-6, abs_tol=1e-12)
+    if 0 < t < j.run_time:
         mib_s = float(recs["bytes"].sum()) / 2**20 / t
         assert math.isclose(mib_s, dm.agg_perf_by_slowest, rel_tol=1e-6)
 

@@ -113,19 +113,13 @@ def job_report(rep: dict[str, Any]) -> Group:
         ("start", human_time(rep.get("start"))),
         ("end", human_time(rep.get("end"))),
         ("runtime", f"{runtime / 60:.1f} min" if runtime else "-"),
-        ("I/O time", f"{rep['io_time_s']:.0f} s"),
+        ("I/O time", human_seconds(rep["io_time_s"])),
         ("nodes / procs", f"{rep['nodes']} / {rep.get('nprocs') or '-'}"),
         ("I/O nodes / procs", f"{rep['io_nodes']} / {rep['io_procs']}"),
         ("read", f"{human_bytes(rep['read_bytes'])} in {rep['read_ops']:,} ops"),
         ("write", f"{human_bytes(rep['write_bytes'])} in {rep['write_ops']:,} ops"),
-        (
-            "read bw avg / peak",
-            f"{human_rate(rep['read_bw_avg'])} / {human_rate(rep['read_bw_peak'])}",
-        ),
-        (
-            "write bw avg / peak",
-            f"{human_rate(rep['write_bw_avg'])} / {human_rate(rep['write_bw_peak'])}",
-        ),
+        ("read bandwidth", human_rate(rep["read_bw_avg"])),
+        ("write bandwidth", human_rate(rep["write_bw_avg"])),
         ("IOPS avg", f"{rep['iops_avg']:,.0f}"),
         ("avg request", human_bytes(rep["avg_request"])),
         ("metadata ops", f"{rep['md_ops']:,}"),
@@ -168,7 +162,7 @@ def job_report(rep: dict[str, Any]) -> Group:
             _short_list(f["osts"]),
         )
 
-    parts: list[Any] = [head, layers, files]
+    parts: list[Any] = [Group(head, _bandwidth_line(rep)), layers, files]
     for g in rep.get("gaps") or []:
         parts.append(Text(f"Not known: {g['missing']}. To fix: {g['remedy']}.", style="yellow"))
     for e in rep.get("analysis_errors") or []:
@@ -189,6 +183,22 @@ def job_report(rep: dict[str, Any]) -> Group:
     return Group(
         Panel(Group(*parts[:1]), title=f"Job {rep['job_id']}", title_align="left"), *parts[1:]
     )
+
+
+def _bandwidth_line(rep: dict[str, Any]) -> Text:
+    """The job's one bandwidth with its definition, under the summary."""
+    bw = rep.get("bandwidth") or {}
+    if not bw.get("definition"):
+        return Text("")
+    return Text(
+        f"bandwidth {human_rate(bw.get('bw'))} (both directions) = {bw['definition']}",
+        style="dim",
+    )
+
+
+def human_seconds(s: float | None) -> str:
+    """Seconds with three significant digits (a 40-ms job is not "0 s")."""
+    return "-" if s is None else f"{s:.3g} s"
 
 
 def _unknown(rep: dict[str, Any], piece: str) -> str:

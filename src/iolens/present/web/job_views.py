@@ -49,7 +49,7 @@ def job_page(store: Store, job_id: str) -> dict[str, Any]:
         s = full.series
         x, (rd, wr, md) = downsample(s.origin, 1.0, [s.read / MiB, s.write / MiB, s.md])
         timeline = {
-            "title": "Client bandwidth (per second, I/O phases shaded)",
+            "title": "Client bytes moved per second (1-s bins, I/O phases shaded)",
             "x": x,
             "bands": bands,
             "yLabel": "MiB/s",

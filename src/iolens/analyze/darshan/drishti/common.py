@@ -306,43 +306,18 @@ def mpich_hints(**kv: Any) -> str:
 
 
 def per_rank(job: DarshanJob) -> pd.DataFrame:
-    """Bytes, requests and I/O seconds of every rank 0..nprocs-1 over POSIX and STDIO data
-    files. Shared records (rank -1) are spread evenly: Darshan keeps no per-rank split."""
-    n = max(int(job.nprocs), 1)
-    out = pd.DataFrame(0.0, index=pd.RangeIndex(n, name="rank"), columns=["bytes", "ops", "time"])
-    std_ids = {k for k, v in job.names.items() if v in STD_STREAMS}
-    for mod, p in (("POSIX", "POSIX"), ("STDIO", "STDIO")):
-        c, f = job.counters(mod), job.fcounters(mod)
-        if not len(c):
-            continue
-        keep = ~c["id"].isin(std_ids)
-        c = c[keep]
-        f = f[f["id"].isin(c["id"])]
-        frame = pd.DataFrame(
-            {
-                "rank": c["rank"].to_numpy(),
-                "bytes": (col(c, f"{p}_BYTES_READ") + col(c, f"{p}_BYTES_WRITTEN")).to_numpy(),
-                "ops": (col(c, f"{p}_READS") + col(c, f"{p}_WRITES")).to_numpy(),
-            }
-        )
-        t = pd.DataFrame(
-            {
-                "rank": f["rank"].to_numpy(),
-                "time": (
-                    col(f, f"{p}_F_READ_TIME")
-                    + col(f, f"{p}_F_WRITE_TIME")
-                    + col(f, f"{p}_F_META_TIME")
-                ).to_numpy(),
-            }
-        )
-        own = frame[frame["rank"] >= 0].groupby("rank")[["bytes", "ops"]].sum()
-        own_t = t[t["rank"] >= 0].groupby("rank")["time"].sum()
-        own = own[own.index < n]
-        own_t = own_t[own_t.index < n]
-        out.loc[own.index, ["bytes", "ops"]] += own.to_numpy(dtype=float)
-        out.loc[own_t.index, "time"] += own_t.to_numpy(dtype=float)
-        shared = frame[frame["rank"] < 0]
-        out["bytes"] += float(shared["bytes"].sum()) / n
-        out["ops"] += float(shared["ops"].sum()) / n
-        out["time"] += float(t.loc[t["rank"] < 0, "time"].sum()) / n
-    return out
+    """Bytes, requests and I/O seconds of every rank over POSIX and STDIO data files.
+
+    A shared record (rank -1) is the sum over its ranks; Darshan keeps which rank was the
+    slowest and the fastest on it, with their bytes and seconds, so those ranks get what
+    they moved and the rest is spread over the others (DXT's per-rank split when the log
+    has one): the zoom-in's `rank_load`, so every rule sees the same ranks. An even split
+    made a collective write through one aggregator (MACSio: rank 0 moved 98 % of a shared
+    HDF5 file) read as rank 0 moving 1/nprocs of it."""
+    from iolens.analyze.darshan.zoomin.factors import rank_load
+
+    load = rank_load(job)
+    return pd.DataFrame(
+        {"bytes": load.bytes, "ops": load.requests, "time": load.time},
+        index=pd.RangeIndex(len(load.bytes), name="rank"),
+    )

@@ -25,7 +25,8 @@ class RankZeroHeavy(DrishtiRule):
 
     Symptom: rank 0 moves more bytes and issues more requests than any other rank, at
     least twice the other ranks' mean and at least 1 MiB (counters over POSIX and STDIO
-    data files; files shared by all ranks are split evenly).
+    data files; on a file shared by all ranks, the slowest and fastest rank get the bytes
+    Darshan recorded for them and the others share the rest).
     Why it hurts: the job's I/O runs at one process's bandwidth while the other ranks
     wait, typically in a gather-to-rank-0-and-write or read-and-broadcast pattern.
     What to do: let every rank write its part through MPI-IO collectives (or HDF5/PnetCDF

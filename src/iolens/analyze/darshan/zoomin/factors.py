@@ -2,11 +2,13 @@
 
 Definitions and the estimates Darshan's counters force:
 
-- **bandwidth** = datasize / I/O time, with Darshan's own "by slowest" I/O time
-  (`agg_time_by_slowest` of its accumulator and `darshan-parser --perf`): the slowest
-  rank's read + write + metadata time over its non-shared records, plus every shared
-  record's `F_SLOWEST_RANK_TIME`. It is what `darshan-job-summary` reports, so figures
-  compare with what users already see.
+- **bandwidth** is the job's one bandwidth (`iolens.analyze.bandwidth`, the figure every
+  report shows): bytes / I/O time of the slowest rank, `darshan-parser --perf`'s
+  `agg_perf_by_slowest` at the layer the application called (MPI-IO for files written
+  through it). It is what `darshan-job-summary` reports, so figures compare with what
+  users already see.
+- **I/O time** (`io_time`, what the rules weigh) is the same "by slowest" time over the
+  data modules below, never above the log's run time.
 - **Modules**: POSIX and STDIO (what reaches the files); MPI-IO only when neither exists,
   since it sits on POSIX and would count bytes twice. The standard streams are left out
   (`records.py`).
@@ -47,6 +49,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from iolens.analyze.bandwidth import of_darshan
 from iolens.analyze.darshan.zoomin.files import layouts
 from iolens.analyze.darshan.zoomin.records import data_records, dxt_bytes
 from iolens.model.darshan import DarshanJob
@@ -155,7 +158,9 @@ def io_time(job: DarshanJob, recs: pd.DataFrame | None = None) -> float:
     recs = data_records(job) if recs is None else recs
     own = recs[recs["rank"] >= 0]
     slowest = float(own.groupby("rank")["io_time"].sum().max()) if len(own) else 0.0
-    return slowest + float(recs.loc[recs["rank"] < 0, "slowest_time"].sum())
+    t = slowest + float(recs.loc[recs["rank"] < 0, "slowest_time"].sum())
+    # the shared files' slowest ranks add up (Darshan's bound): never past the run
+    return min(t, job.run_time) if job.run_time > 0 else t
 
 
 def ost_load(job: DarshanJob, recs: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -293,7 +298,6 @@ def factors_from(
 ) -> dict[str, Any]:
     """`job_factors` from parts already computed (the rules' shared analysis has them)."""
     datasize = float(recs["bytes"].sum()) if len(recs) else 0.0
-    t = io_time(job, recs)
     lay = layouts(job)
     hist = _histogram(job)
     w = weather or {}
@@ -302,7 +306,7 @@ def factors_from(
         "job_id": job.job_id,
         "user": user if user is not None else str(job.uid),
         "app": app if app is not None else app_name(job.exe),
-        "bandwidth": datasize / t if t > 0 else None,
+        "bandwidth": of_darshan([job]).bw or None,
         "datasize": datasize,
         "nprocs": float(job.nprocs),
         "nnodes": _f(node_count(job, nodes)),
