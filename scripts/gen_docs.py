@@ -23,7 +23,9 @@ def findings_md() -> str:
         "# Findings",
         "",
         "Each finding has a stable code (`iolens explain CODE` prints the same text). Rules",
-        "live one per file; their docstrings are the text below.",
+        "live one per file; their docstrings are the text below. A finding may name the",
+        "findings it explains (`explains`) and those that explain it (`explained_by`), as",
+        "codes; both are also in its evidence.",
     ]
     for family, where, _ in FAMILIES:
         members = [d for d in docs if d.family == family]
@@ -38,8 +40,11 @@ def findings_md() -> str:
                 ("Symptom", d.symptom),
                 ("Why it hurts", d.why),
                 ("What to do", d.what),
+                ("Evidence thresholds", d.thresholds),
             ):
-                if text:
+                if text.startswith("- "):  # a list goes under its label
+                    out += ["", f"**{label}:**", "", text]
+                elif text:
                     out += ["", f"**{label}:** {text}"]
     out += ["", "## What the Darshan rules take from a log"]
     for module in NOTES:

@@ -20,6 +20,7 @@ FAMILIES: tuple[tuple[str, str, str], ...] = (
         "src/iolens/analyze/darshan/drishti/",
         "drishti",
     ),
+    ("Expert rules (Darshan logs)", "src/iolens/analyze/darshan/expert/", "expert"),
 )
 
 
@@ -34,6 +35,8 @@ class RuleDoc:
     symptom: str
     why: str
     what: str
+    #: the rule's evidence thresholds and their sources, for rules that declare them
+    thresholds: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -48,6 +51,10 @@ def _family_rules(key: str) -> list[Any]:
         from iolens.analyze.darshan import zoomin
 
         return list(zoomin.RULES)
+    if key == "expert":
+        from iolens.analyze.darshan import expert
+
+        return list(expert.RULES)
     from iolens.analyze.darshan import drishti
 
     return list(drishti.RULES)
@@ -95,6 +102,7 @@ def catalog() -> dict[str, RuleDoc]:
                 symptom=parts.get("symptom", ""),
                 why=parts.get("why", ""),
                 what=parts.get("what", ""),
+                thresholds=cls.threshold_doc() if hasattr(cls, "threshold_doc") else "",
             )
     return out
 

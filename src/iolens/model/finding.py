@@ -33,6 +33,11 @@ class Finding:
     target: str | None = None
     #: estimated gain, e.g. {"metric": "bandwidth", "factor": 4.0, "basis": "..."}
     gain: dict[str, Any] | None = None
+    #: causal chain: codes of the findings this one explains (its consequences) ...
+    explains: list[str] | None = None
+    #: ... and of those that explain it (its causes); the evidence repeats both, so they
+    #: survive the store, which keeps evidence but no column for them
+    explained_by: list[str] | None = None
 
 
 def findings_table(findings: list[Finding]) -> pa.Table:

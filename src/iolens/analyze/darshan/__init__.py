@@ -1,4 +1,5 @@
-"""Diagnosis of Darshan logs: the zoom-in root causes and Drishti's triggers (fixed).
+"""Diagnosis of Darshan logs: the zoom-in root causes, Drishti's triggers (fixed) and the
+expert rules.
 
 `diagnose` is pure (a log in, findings out: what the benchmarks and the Drishti comparison
 call); `analyze_log` adds what the store knows (the scheduler's nodes, the OSTs' peak
@@ -11,7 +12,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from iolens.analyze.darshan import drishti, zoomin
+from iolens.analyze.darshan import drishti, expert, zoomin
 from iolens.analyze.darshan.rule import RuleContext
 from iolens.model.darshan import DarshanJob
 from iolens.model.darshan_own import application_view
@@ -21,16 +22,20 @@ from iolens.store.base import Store
 #: Every code a Darshan diagnosis owns: a re-diagnosis replaces all of them (retired ones
 #: too, so their old findings go).
 CODES: frozenset[str] = frozenset(
-    {r.code for r in zoomin.RULES} | {r.code for r in drishti.RULES} | drishti.RETIRED_CODES
+    {r.code for r in zoomin.RULES}
+    | {r.code for r in drishti.RULES}
+    | {r.code for r in expert.RULES}
+    | drishti.RETIRED_CODES
 )
 
 
 def diagnose(job: DarshanJob, ctx: RuleContext | None = None) -> list[Finding]:
-    """Zoom-in root causes first (they name the cause), then Drishti's triggers; on the
-    application's records only (Darshan's own are left out: `application_view`)."""
+    """Zoom-in root causes first (they name the cause), then Drishti's triggers, then the
+    expert rules (cross-layer, DXT timing, ROMIO's aggregators); on the application's
+    records only (Darshan's own are left out: `application_view`)."""
     ctx = ctx if ctx is not None else RuleContext()
     job = application_view(job)
-    return zoomin.diagnose_zoomin(job, ctx) + drishti.diagnose(job, ctx)
+    return zoomin.diagnose_zoomin(job, ctx) + drishti.diagnose(job, ctx) + expert.diagnose(job, ctx)
 
 
 def site_context(store: Store) -> RuleContext:

@@ -49,7 +49,15 @@ class DarshanRule:
         *,
         severity: str | None = None,
         gain: dict[str, Any] | None = None,
+        explains: list[str] | None = None,
+        explained_by: list[str] | None = None,
     ) -> Finding:
+        """The finding of this rule on `job`; `explains` / `explained_by` (finding codes)
+        place it in a causal chain and are also written into the evidence."""
+        if explains:
+            evidence = {**evidence, "explains": list(explains)}
+        if explained_by:
+            evidence = {**evidence, "explained_by": list(explained_by)}
         return Finding(
             code=self.code,
             name=self.name,
@@ -62,6 +70,8 @@ class DarshanRule:
             end=job.end,
             target=self.target,
             gain=self.stored(gain) if gain is not None else None,
+            explains=list(explains) if explains else None,
+            explained_by=list(explained_by) if explained_by else None,
         )
 
     def stored(self, values: dict[str, Any]) -> dict[str, Any]:
