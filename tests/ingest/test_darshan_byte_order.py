@@ -20,8 +20,8 @@ from tests.conftest import SHARED_DATA
 
 RELEASE = SHARED_DATA / "darshan-logs" / "release_logs"
 #: POSIX module version < 4 (Darshan < 3.1.7), big-endian
-OLD_PPC = [f"mpi-io-test-ppc64-{v}.darshan" for v in
-           ("3.0.0", "3.0.1", "3.1.0", "3.1.1", "3.1.2", "3.1.3", "3.1.4", "3.1.5", "3.1.6")]  # fmt: skip
+OLD_PPC = [f"mpi-io-test-ppc64-3.{v}.darshan" for v in
+           ("0.0", "0.1", "1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6")]  # fmt: skip
 UNSWAPPED = ("POSIX_F_META_TIME", "POSIX_F_MAX_READ_TIME", "POSIX_F_MAX_WRITE_TIME")
 
 
