@@ -43,6 +43,12 @@ from iolens.model.darshan import DarshanJob
 #: Seconds one log may take in the worker before it is killed (a library caught in a loop).
 DECODE_TIMEOUT_S = 600.0
 
+#: Why a log without module data is refused (by the importer and by `iolens darshan`).
+EMPTY_LOG = (
+    "empty Darshan log: no module data (Darshan recorded no I/O; instrumentation was "
+    "disabled or failed)"
+)
+
 #: What the worker imports before it forks: the reader and PyDarshan's library binding
 #: (`iolens import darshan` starts that process early with the same list).
 PRELOAD = ["iolens.ingest.darshan_decode", "darshan.backend.cffi_backend"]
@@ -272,16 +278,20 @@ class DecoderPool:
             return False
 
     def _last_words(self) -> str:
-        """The library's (or the C runtime's) last stderr line, as a parenthesis."""
         try:
-            text = self._stderr.read_bytes().decode("utf-8", "replace")
+            return last_words(self._stderr.read_bytes())
         except OSError:
             return ""
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-        if not lines:
-            return ""
-        last = lines[-1].removeprefix("python: ").removeprefix("/project/darshan-util/")
-        return f" (last message: {last[:300]})"
+
+
+def last_words(said: bytes) -> str:
+    """The library's (or the C runtime's) last stderr line, as a parenthesis."""
+    text = said.decode("utf-8", "replace")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    last = lines[-1].removeprefix("python: ").removeprefix("/project/darshan-util/")
+    return f" (last message: {last[:300]})"
 
 
 def _death(procs: list[Any]) -> str:

@@ -25,7 +25,7 @@ import re
 import struct
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -603,13 +603,21 @@ def read_log(path: str | Path, *, dxt: bool = True) -> DarshanJob:
         job = log.header_job()
         log.read_static(job)
         if dxt:
-            parts: list[dict[str, Any]] = []
-            for module in DXT_MODULES:
-                if module in log.modules:
-                    n = 0
-                    for rec in log.dxt(module):
-                        n += 1
-                        parts += list(merged_dxt(rec))
-                    job.module_info[module]["records"] = n
-            job.dxt = dxt_frame(parts)
+            attach_dxt(job, log.modules, log.dxt)
         return job
+
+
+def attach_dxt(
+    job: DarshanJob, modules: Collection[str], records: Callable[[str], Iterator[DxtRecord]]
+) -> None:
+    """`job.dxt`: the merged runs of every DXT record `records(module)` hands out, for the
+    DXT modules among `modules`, each module's record count noted in `job.module_info`."""
+    parts: list[dict[str, Any]] = []
+    for module in DXT_MODULES:
+        if module in modules:
+            n = 0
+            for rec in records(module):
+                n += 1
+                parts += list(merged_dxt(rec))
+            job.module_info[module]["records"] = n
+    job.dxt = dxt_frame(parts)
