@@ -20,15 +20,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import child, table  # noqa: E402
+from bench.common import table  # noqa: E402
 
 LOGS = ROOT.parent / "shared" / "data" / "darshan-logs"
 #: Real logs of every kind: small and old (big-endian), AutoPerf, HDF5 with DXT, STDIO
@@ -47,6 +50,23 @@ PICKS = (
 )
 BIN = Path(sys.executable).parent
 METHODS = ("iolens darshan", "drishti", "import")
+
+
+def child(cmd: list[str]) -> tuple[float, float, float, int, str]:
+    """Wall seconds, CPU seconds (user + system), peak RSS in MiB and exit status of a child
+    process, from `wait4` (which includes the children it waited for), and its output."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = p.stdout.read() if p.stdout else ""
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    return (
+        wall,
+        ru.ru_utime + ru.ru_stime,
+        ru.ru_maxrss / 1024,
+        os.waitstatus_to_exitcode(status),
+        out,
+    )
 
 
 def command(method: str, log: Path, tmp: Path, n: int) -> list[str]:
@@ -76,7 +96,7 @@ def main() -> None:
     logs = [LOGS / p for p in PICKS if (LOGS / p).is_file()]
     if not logs:
         sys.exit(f"no logs under {LOGS}")
-    runs: dict[str, dict[str, list[tuple[float, float]]]] = {
+    runs: dict[str, dict[str, list[tuple[float, float, float]]]] = {
         m: {str(log): [] for log in logs} for m in METHODS
     }
     with tempfile.TemporaryDirectory(prefix="iolens-bench-") as tmp:
@@ -86,35 +106,36 @@ def main() -> None:
                 order = METHODS[r % 3 :] + METHODS[: r % 3]
                 for m in order:
                     n += 1
-                    wall, rss, code, out = child(command(m, log, Path(tmp), n))
+                    wall, cpu, rss, code, out = child(command(m, log, Path(tmp), n))
                     if code != 0:
                         print(f"{m} failed on {log.name} ({code}): {out[-300:]}", file=sys.stderr)
-                    runs[m][str(log)].append((wall, rss))
-                    print(f"round {r + 1} {m:15s} {wall:6.2f} s {rss:6.0f} MiB {log.name}",
-                          file=sys.stderr)  # fmt: skip
+                    runs[m][str(log)].append((wall, cpu, rss))
+                    print(f"round {r + 1} {m:15s} {wall:6.2f} s {cpu:6.2f} s CPU {rss:6.0f} MiB "
+                          f"{log.name}", file=sys.stderr)  # fmt: skip
     rows, summary = [], {}
     for m in METHODS:
-        walls = [statistics.median(w for w, _ in v) for v in runs[m].values()]
-        peaks = [max(r for _, r in v) for v in runs[m].values()]
-        summary[m] = {"wall_s": walls, "rss_mib": peaks}
+        walls = [statistics.median(w for w, _, _ in v) for v in runs[m].values()]
+        cpus = [statistics.median(c for _, c, _ in v) for v in runs[m].values()]
+        peaks = [max(r for _, _, r in v) for v in runs[m].values()]
+        summary[m] = {"wall_s": walls, "cpu_s": cpus, "rss_mib": peaks}
         rows.append(
-            [
-                m,
-                f"{statistics.median(walls):.2f}",
-                f"{max(walls):.2f}",
-                f"{statistics.median(peaks):.0f}",
-                f"{max(peaks):.0f}",
-            ]
+            [m]
+            + [f"{statistics.median(x):.2f} / {max(x):.2f}" for x in (walls, cpus)]
+            + [f"{statistics.median(peaks):.0f} / {max(peaks):.0f}"]
         )
-    print(table(["method", "median s", "max s", "median MiB", "max MiB"], rows))
+    print(table(["method", "wall s (median / max)", "CPU s", "peak RSS MiB"], rows))
     per_log = [
-        [Path(log).name[:48]]
-        + [f"{statistics.median(w for w, _ in runs[m][log]):.2f}" for m in METHODS]
-        + [f"{max(r for _, r in runs[m][log]):.0f}" for m in METHODS]
+        [Path(log).name[:40]]
+        + [
+            f"{statistics.median(w for w, _, _ in runs[m][log]):.2f} / "
+            f"{statistics.median(c for _, c, _ in runs[m][log]):.2f} / "
+            f"{max(r for _, _, r in runs[m][log]):.0f}"
+            for m in METHODS
+        ]
         for log in runs[METHODS[0]]
     ]
     print()
-    print(table(["log", *(f"{m} s" for m in METHODS), *(f"{m} MiB" for m in METHODS)], per_log))
+    print(table(["log (wall s / CPU s / MiB)", *METHODS], per_log))
     if args.out:
         args.out.write_text(json.dumps({"logs": [str(p) for p in logs], **summary}, indent=1))
 

@@ -21,17 +21,13 @@ a damaged log can corrupt its heap and crash it a log later, on an innocent one.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import signal
 import tempfile
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,6 +35,9 @@ from iolens.errors import InputError, IolensError
 from iolens.ingest.darshan_reader import DarshanLog, stream_dxt
 from iolens.ingest.darshan_records import DXT_MODULES, MERGE_WINDOW, SEGMENT, DxtRecord
 from iolens.model.darshan import DarshanJob
+
+if TYPE_CHECKING:  # the pool's modules are imported by the pool: `darshan_fork` needs none
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 #: Seconds one log may take in the worker before it is killed (a library caught in a loop).
 DECODE_TIMEOUT_S = 600.0
@@ -174,6 +173,8 @@ class DecoderPool:
 
     def __init__(self, timeout_s: float = DECODE_TIMEOUT_S) -> None:
         self.timeout_s = timeout_s
+        import multiprocessing
+
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload(PRELOAD)
         self._dir = tempfile.TemporaryDirectory(prefix="iolens-darshan-")
@@ -194,6 +195,8 @@ class DecoderPool:
         self._dir.cleanup()
 
     def _start(self) -> ProcessPoolExecutor:
+        from concurrent.futures import ProcessPoolExecutor
+
         self.started += 1
         self._pool = ProcessPoolExecutor(
             1, mp_context=self._ctx, initializer=_init_worker, initargs=(str(self._stderr),)
@@ -230,6 +233,9 @@ class DecoderPool:
         return self._result(job or self._submit(path, dxt), path)
 
     def _settle(self, job: _Job) -> None:
+        from concurrent.futures import TimeoutError as FutureTimeout
+        from concurrent.futures.process import BrokenProcessPool
+
         try:
             job.future.result(timeout=self.timeout_s)
         except (BrokenProcessPool, FutureTimeout):
@@ -238,6 +244,9 @@ class DecoderPool:
             self._discard()
 
     def _result(self, job: _Job, path: Path) -> Decoded:
+        from concurrent.futures import TimeoutError as FutureTimeout
+        from concurrent.futures.process import BrokenProcessPool
+
         try:
             got = job.future.result(timeout=self.timeout_s)
         except BrokenProcessPool:

@@ -146,10 +146,14 @@ def diagnose_log(path: Path, job: DarshanJob) -> LogResult:
 
 def read(path: Path) -> DarshanJob:
     """The log, or an `InputError` naming it (missing, unreadable, crashing, empty)."""
-    from iolens.ingest.darshan_decode import EMPTY_LOG
-    from iolens.ingest.darshan_fork import read_forked
+    from iolens.ingest.darshan_fork import ForkedRead
 
-    job = read_forked(path)
+    return _checked(path, ForkedRead(path).result())
+
+
+def _checked(path: Path, job: DarshanJob) -> DarshanJob:
+    from iolens.ingest.darshan_decode import EMPTY_LOG
+
     if not job.module_info:
         raise InputError(str(path), EMPTY_LOG)
     return job
@@ -159,12 +163,23 @@ def diagnose_logs(
     paths: Sequence[Path],
 ) -> tuple[list[JobDiagnosis], list[InputError]]:
     """The logs grouped by job and diagnosed, in the order given; and the logs that
-    could not be read, each as the error that names it."""
+    could not be read, each as the error that names it.
+
+    Each log is read in a child while this process works: the first while the rules are
+    imported, the next while the current one is diagnosed (two cores do both at once).
+    """
+    from iolens.ingest.darshan_fork import ForkedRead
+
     jobs: dict[tuple[str, int], JobDiagnosis] = {}
     failed: list[InputError] = []
-    for path in paths:
+    pending = ForkedRead(paths[0]) if paths else None
+    import iolens.analyze.darshan  # noqa: F401  (while the first log is read)
+
+    for i, path in enumerate(paths):
+        assert pending is not None
+        current, pending = pending, ForkedRead(paths[i + 1]) if i + 1 < len(paths) else None
         try:
-            job = read(path)
+            job = _checked(path, current.result())
         except InputError as exc:
             failed.append(exc)
             continue

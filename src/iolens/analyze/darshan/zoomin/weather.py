@@ -145,10 +145,16 @@ def job_weather(store: Store, job_id: str, window_s: float = 5.0) -> dict[str, A
     ).to_pylist()[0]["t"]
     if start is None:
         return None
-    osts = store.query(
-        "SELECT DISTINCT unnest(osts) AS ost FROM files WHERE osts IS NOT NULL AND path IN "
-        "(SELECT r.path FROM darshan_records r JOIN darshan_logs l USING (log_key) "
-        "WHERE l.job_id = ?)",
-        [job_id],
-    ).column("ost").to_pylist()
-    return weather_before(store, start, osts or None, window_s)
+    osts = (
+        store.query(
+            "SELECT DISTINCT unnest(osts) AS ost FROM files WHERE osts IS NOT NULL AND path IN "
+            "(SELECT r.path FROM darshan_records r JOIN darshan_logs l USING (log_key) "
+            "WHERE l.job_id = ?)",
+            [job_id],
+        )
+        .column("ost")
+        .to_pylist()
+    )
+    # the importer keeps Darshan's OSTs as `OST0001` (a log has no file-system name): by index
+    idx = [i for i in map(ost_index, osts) if i is not None]
+    return weather_before(store, start, idx or None, window_s)
