@@ -93,6 +93,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    # an installed package comes with its bytecode (pip compiles it), Drishti's too: without
+    # it (PYTHONDONTWRITEBYTECODE, a source tree) every run would compile iolens again
+    import compileall
+
+    import iolens
+
+    compileall.compile_dir(Path(iolens.__file__).parent, quiet=1)
     logs = [LOGS / p for p in PICKS if (LOGS / p).is_file()]
     if not logs:
         sys.exit(f"no logs under {LOGS}")

@@ -145,3 +145,17 @@ def test_a_bad_log_beside_good_ones_fails_alone(tmp_path: Path) -> None:
     assert [len(j["logs"]) for j in got["jobs"]] == [1]
     assert [f["path"] for f in got["failed"]] == [str(cut)]
     assert res.stderr.strip().splitlines() == [f"error: {cut}: {got['failed'][0]['error']}"]
+
+
+def test_a_failing_rule_costs_its_log_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rule's bug is that log's one error line, not a traceback that loses the others."""
+    from iolens.present import darshan_logs
+
+    def broken(path: Path, job: object) -> None:
+        raise ZeroDivisionError("float division by zero")
+
+    log = _need(HDF5)
+    monkeypatch.setattr(darshan_logs, "diagnose_log", broken)
+    jobs, failed = darshan_logs.diagnose_logs([log])
+    assert jobs == [] and [e.source for e in failed] == [str(log)]
+    assert failed[0].message.startswith("diagnosis failed (ZeroDivisionError")

@@ -76,7 +76,10 @@ class JobDiagnosis:
             "nprocs": max(j.nprocs for j in jobs),
             "start": min(j.start for j in jobs),
             "end": max(j.end for j in jobs),
-            "run_time_s": max(j.run_time for j in jobs),
+            # one log: Darshan's own run time; several: the span from first start to last end
+            "run_time_s": jobs[0].run_time
+            if len(jobs) == 1
+            else (max(j.end for j in jobs) - min(j.start for j in jobs)).total_seconds(),
             "bytes_read": sum(r.bytes_read for r in self.logs),
             "bytes_written": sum(r.bytes_written for r in self.logs),
             "logs": [_log_dict(r) for r in self.logs],
@@ -183,6 +186,12 @@ def diagnose_logs(
         except InputError as exc:
             failed.append(exc)
             continue
+        try:
+            result = diagnose_log(path, job)
+        except Exception as exc:  # a rule's bug: this log fails, the others are shown
+            why = f"diagnosis failed ({type(exc).__name__}: {exc}); an iolens bug, please report"
+            failed.append(InputError(str(path), why))
+            continue
         key = (job.job_id, job.uid)  # job ids of two sites can meet; their uids rarely
-        jobs.setdefault(key, JobDiagnosis(job.job_id)).logs.append(diagnose_log(path, job))
+        jobs.setdefault(key, JobDiagnosis(job.job_id)).logs.append(result)
     return list(jobs.values()), failed
