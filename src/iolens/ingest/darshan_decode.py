@@ -21,17 +21,13 @@ a damaged log can corrupt its heap and crash it a log later, on an innocent one.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import signal
 import tempfile
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,8 +36,17 @@ from iolens.ingest.darshan_reader import DarshanLog, stream_dxt
 from iolens.ingest.darshan_records import DXT_MODULES, MERGE_WINDOW, SEGMENT, DxtRecord
 from iolens.model.darshan import DarshanJob
 
+if TYPE_CHECKING:  # the pool's modules are imported by the pool: `darshan_fork` needs none
+    from concurrent.futures import Future, ProcessPoolExecutor
+
 #: Seconds one log may take in the worker before it is killed (a library caught in a loop).
 DECODE_TIMEOUT_S = 600.0
+
+#: Why a log without module data is refused (by the importer and by `iolens darshan`).
+EMPTY_LOG = (
+    "empty Darshan log: no module data (Darshan recorded no I/O; instrumentation was "
+    "disabled or failed)"
+)
 
 #: What the worker imports before it forks: the reader and PyDarshan's library binding
 #: (`iolens import darshan` starts that process early with the same list).
@@ -168,6 +173,8 @@ class DecoderPool:
 
     def __init__(self, timeout_s: float = DECODE_TIMEOUT_S) -> None:
         self.timeout_s = timeout_s
+        import multiprocessing
+
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload(PRELOAD)
         self._dir = tempfile.TemporaryDirectory(prefix="iolens-darshan-")
@@ -188,6 +195,8 @@ class DecoderPool:
         self._dir.cleanup()
 
     def _start(self) -> ProcessPoolExecutor:
+        from concurrent.futures import ProcessPoolExecutor
+
         self.started += 1
         self._pool = ProcessPoolExecutor(
             1, mp_context=self._ctx, initializer=_init_worker, initargs=(str(self._stderr),)
@@ -224,6 +233,9 @@ class DecoderPool:
         return self._result(job or self._submit(path, dxt), path)
 
     def _settle(self, job: _Job) -> None:
+        from concurrent.futures import TimeoutError as FutureTimeout
+        from concurrent.futures.process import BrokenProcessPool
+
         try:
             job.future.result(timeout=self.timeout_s)
         except (BrokenProcessPool, FutureTimeout):
@@ -232,6 +244,9 @@ class DecoderPool:
             self._discard()
 
     def _result(self, job: _Job, path: Path) -> Decoded:
+        from concurrent.futures import TimeoutError as FutureTimeout
+        from concurrent.futures.process import BrokenProcessPool
+
         try:
             got = job.future.result(timeout=self.timeout_s)
         except BrokenProcessPool:
@@ -272,16 +287,20 @@ class DecoderPool:
             return False
 
     def _last_words(self) -> str:
-        """The library's (or the C runtime's) last stderr line, as a parenthesis."""
         try:
-            text = self._stderr.read_bytes().decode("utf-8", "replace")
+            return last_words(self._stderr.read_bytes())
         except OSError:
             return ""
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-        if not lines:
-            return ""
-        last = lines[-1].removeprefix("python: ").removeprefix("/project/darshan-util/")
-        return f" (last message: {last[:300]})"
+
+
+def last_words(said: bytes) -> str:
+    """The library's (or the C runtime's) last stderr line, as a parenthesis."""
+    text = said.decode("utf-8", "replace")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    last = lines[-1].removeprefix("python: ").removeprefix("/project/darshan-util/")
+    return f" (last message: {last[:300]})"
 
 
 def _death(procs: list[Any]) -> str:

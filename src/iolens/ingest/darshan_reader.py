@@ -25,7 +25,7 @@ import re
 import struct
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -61,6 +61,16 @@ _DXT_HEAD = struct.Struct("Q q q 64s q q")
 # mod_map[64], mod_ver[64]. Checked at run time against the header before it is trusted.
 _FD_LAYOUT = struct.Struct("<8s i 4x Q i 4x QQ QQ")
 _FD_MOD_MAPS = 64
+
+#: POSIX fcounters libdarshan-util leaves in the log's byte order. When it converts a
+#: record of POSIX module version < 4 (Darshan < 3.2) from a big-endian log, its swap loop
+#: over the fcounters skips the indices of three *int* counters added in version 4
+#: (`darshan-posix-logutils.c`: `i == POSIX_RENAME_SOURCES || ...` inside the fcounter
+#: loop), so the fcounters at those indices (F_META_TIME, F_MAX_READ_TIME, F_MAX_WRITE_TIME)
+#: arrive unswapped: a metadata time of 0.02 s reads as 8e-303. PyDarshan has the same
+#: values. Every libdarshan-util up to 3.5 does this; `counters` swaps them back.
+_POSIX_UNSWAPPED = ("POSIX_RENAME_SOURCES", "POSIX_RENAME_TARGETS", "POSIX_RENAMED_FROM")
+_UNSWAPPED_UNTIL = (3, 5)
 
 
 @contextmanager
@@ -149,6 +159,7 @@ class DarshanLog:
             _FD_LAYOUT.unpack_from(raw)
         )
         self._maps: list[tuple[int, int]] | None = None
+        self._swap = False
         if not re.fullmatch(rb"3\.\d\d", version.rstrip(b"\0")) or comp not in (0, 1, 2):
             return  # a libdarshan-util with another handle layout: trust it
         if job_off + job_len != name_off and name_len:  # layout sanity (regions are contiguous)
@@ -283,10 +294,22 @@ class DarshanLog:
         raw = b"".join(ffi.buffer(p, size)[:] for p in self._records(module))
         block = np.frombuffer(raw, dtype)
         fc = block["fcounters"] if nf else np.empty((len(block), 0))
+        if module == "POSIX" and self._swap and self.modules[module]["version"] < 4:
+            fc = self._swap_back(fc, cnames, fnames)
         return make_block(
             module, block["id"], block["rank"], block["counters"], fc, cnames, fnames,
             self.modules[module],
         )  # fmt: skip
+
+    def _swap_back(self, fc: np.ndarray, cnames: list[str], fnames: list[str]) -> np.ndarray:
+        """POSIX fcounters with `_POSIX_UNSWAPPED`'s indices byte-swapped (see there)."""
+        lib = tuple(int(x) for x in re.findall(r"\d+", self._b.get_lib_version())[:2])
+        idx = [cnames.index(n) for n in _POSIX_UNSWAPPED if n in cnames]
+        if lib > _UNSWAPPED_UNTIL or not idx or max(idx) >= len(fnames):
+            return fc
+        fc = np.array(fc, np.float64)
+        fc[:, idx] = fc[:, idx].byteswap()
+        return fc
 
     def autoperf(self, module: str) -> tuple[Block, dict[str, Any]] | None:
         """APMPI / APXC: per-rank (per-node) records as counter blocks, and the header.
@@ -304,8 +327,8 @@ class DarshanLog:
         idx = self.modules[module]["idx"]
         try:
             fields = dict(ffi.typeof(perf).fields)
-            hdt = _dtype(ffi, head, ">" if getattr(self, "_swap", False) else "<")
-            pdt = _dtype(ffi, perf, ">" if getattr(self, "_swap", False) else "<")
+            hdt = _dtype(ffi, head, ">" if self._swap else "<")
+            pdt = _dtype(ffi, perf, ">" if self._swap else "<")
         except ffi.error:
             return None  # PyDarshan built without this AutoPerf module
         if self._maps is None or not 0 <= idx < len(self._maps):
@@ -580,13 +603,21 @@ def read_log(path: str | Path, *, dxt: bool = True) -> DarshanJob:
         job = log.header_job()
         log.read_static(job)
         if dxt:
-            parts: list[dict[str, Any]] = []
-            for module in DXT_MODULES:
-                if module in log.modules:
-                    n = 0
-                    for rec in log.dxt(module):
-                        n += 1
-                        parts += list(merged_dxt(rec))
-                    job.module_info[module]["records"] = n
-            job.dxt = dxt_frame(parts)
+            attach_dxt(job, log.modules, log.dxt)
         return job
+
+
+def attach_dxt(
+    job: DarshanJob, modules: Collection[str], records: Callable[[str], Iterator[DxtRecord]]
+) -> None:
+    """`job.dxt`: the merged runs of every DXT record `records(module)` hands out, for the
+    DXT modules among `modules`, each module's record count noted in `job.module_info`."""
+    parts: list[dict[str, Any]] = []
+    for module in DXT_MODULES:
+        if module in modules:
+            n = 0
+            for rec in records(module):
+                n += 1
+                parts += list(merged_dxt(rec))
+            job.module_info[module]["records"] = n
+    job.dxt = dxt_frame(parts)

@@ -6,8 +6,9 @@ so the importer and the merging code use them without opening a log.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,8 +36,26 @@ DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
 #: One DXT segment as libdarshan-util lays it out (`struct segment_info`).
 SEGMENT = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
 
+#: The file name suffix Darshan gives its logs.
+SUFFIX = ".darshan"
+
 #: Segments decoded and merged per numpy pass: bounds memory on records of millions.
 MERGE_WINDOW = 1 << 16
+
+
+def log_files(paths: Iterable[Path]) -> list[Path]:
+    """Darshan logs under the given files or directories (recursively), in name order.
+
+    A named file is taken whatever its suffix; a directory contributes its `*.darshan`
+    files. Missing paths are kept, so they fail as one entry of the batch.
+    """
+    found: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found += sorted(x for x in p.rglob(f"*{SUFFIX}") if x.is_file())
+        else:
+            found.append(p)
+    return found
 
 
 def backend() -> Any:

@@ -13,7 +13,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from iolens.errors import InputError
-from iolens.ingest.importers.trace import own_jobs
 from iolens.ingest.traced_targets import Declared, target_rows
 from iolens.model.batch import Batch
 from iolens.model.schema import MERGED_BY_KEY, TABLES, job_precedence_sql
@@ -40,6 +39,10 @@ def load_many(store: Store, batches: list[Batch]) -> list[dict[str, int]]:
     """
     for b in batches:
         if b.extra.get("trace_owner") is not None:  # a trace from a shared spool
+            # imported here: the tracer's decoder is not needed by anything else that
+            # imports ingest (`iolens darshan` reads a log through this package)
+            from iolens.ingest.importers.trace import own_jobs
+
             own_jobs(store, b)
     conformed = [_conformed(b) for b in batches]
     counts: list[dict[str, int]] = [{} for _ in batches]

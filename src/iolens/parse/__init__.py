@@ -23,17 +23,8 @@ Modules (one per format family; see `../shared/data/FORMATS.md`):
 
 from __future__ import annotations
 
-from iolens.parse import (
-    infiniband,
-    iofwd,
-    lctl,
-    lmt,
-    lustre_hist,
-    lustre_jobstats,
-    lustre_stats,
-    rates,
-    slurm,
-)
+import importlib
+from types import ModuleType
 
 __all__ = [
     "infiniband",
@@ -46,3 +37,10 @@ __all__ = [
     "rates",
     "slurm",
 ]
+
+
+def __getattr__(name: str) -> ModuleType:
+    """Each parser is imported when first used: a command needs one or two of them."""
+    if name in __all__:
+        return importlib.import_module(f"iolens.parse.{name}")
+    raise AttributeError(f"module 'iolens.parse' has no attribute {name!r}")

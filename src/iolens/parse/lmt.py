@@ -92,6 +92,8 @@ class LmtData:
     oss: tuple[LmtOssSample, ...]
     mds: tuple[LmtMdsSample, ...]
     mds_ops: tuple[LmtMdsOps, ...]
+    #: (MDT name, host serving it) from MDS_INFO: the OSTs' hosts are on their samples
+    mdt_hosts: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +249,12 @@ def _read(con: sqlite3.Connection, src: str) -> LmtData:
             " ORDER BY t.TIMESTAMP, m.MDS_NAME, o.OPERATION_NAME"
         )
     )
-    return LmtData(fs[0] if fs else None, ost, oss, mds, ops)
+    r = _Rows(src, "MDS_INFO")
+    hosts = tuple(
+        (r.text(n, "MDS_NAME", name), host if host is None else r.text(n, "HOSTNAME", host))
+        for n, name, host in q("SELECT rowid, MDS_NAME, HOSTNAME FROM MDS_INFO ORDER BY MDS_NAME")
+    )
+    return LmtData(fs[0] if fs else None, ost, oss, mds, ops, hosts)
 
 
 def ost_rates(samples: Iterable[LmtOstSample]) -> list[LmtOstRate]:

@@ -1,4 +1,5 @@
-"""`iolens report JOB_ID --html FILE`: one self-contained HTML page per job.
+"""`iolens report JOB_ID --html FILE`: one self-contained HTML page per job (and
+`iolens darshan LOG --html FILE`: the same page for logs diagnosed without a store).
 
 Everything is inline (CSS, SVG plots), so the file can be mailed, attached to a ticket or
 opened on an air-gapped login node. The same data as `iolens job ID --json`, plus the
@@ -10,13 +11,16 @@ from __future__ import annotations
 import functools
 import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from iolens.model.darshan_own import job_metadata, log_write_hints
 from iolens.present.plots import job as plots
-from iolens.store.base import Store
+
+if TYPE_CHECKING:
+    from iolens.present.darshan_logs import JobDiagnosis
+    from iolens.store.base import Store
 
 #: Darshan's request-size buckets (POSIX_SIZE_READ_0_100 ... _1G_PLUS) and their inclusive upper
 #: bounds, as darshan-common.h assigns them
@@ -131,10 +135,55 @@ def render(store: Store, job_id: str) -> str:
     )
 
 
-def _size_histogram(
-    store: Store, job_id: str, logs: list[Any]
-) -> tuple[list[str], list[float], list[float]] | None:
-    """Requests per size bucket: Darshan's own counters when there are any, else client_io."""
+def render_darshan(diag: JobDiagnosis, titles: dict[str, str]) -> str:
+    """The report page of Darshan logs diagnosed without a store (`iolens darshan --html`):
+    the same page as a stored job's, with what the logs say (no phases, no layers)."""
+    from iolens.analyze.catalog import catalog
+
+    rep = diag.to_dict(titles)
+    docs = catalog()
+    logs = [r.job for r in diag.logs]
+    main = max(diag.logs, key=lambda r: r.bytes_read + r.bytes_written)
+    exe = rep["exe"][0].split()[0].rsplit("/", 1)[-1] if rep["exe"] and rep["exe"][0] else None
+    findings = []
+    for f in rep["findings"]:
+        f = dict(f, doc=docs.get(f["code"]))
+        f["evidence_json"] = json.dumps(f["evidence"], indent=1, sort_keys=True, default=str)
+        findings.append(f)
+    job = {
+        "job_id": rep["job_id"],
+        "app": exe,
+        "user": f"uid {rep['uid']}",
+        "start": rep["start"],
+        "end": rep["end"],
+        "runtime_s": rep["run_time_s"],
+        "nprocs": rep["nprocs"],
+        "read_bytes": rep["bytes_read"],
+        "write_bytes": rep["bytes_written"],
+        "io_time_s": sum(r.io_time for r in diag.logs),
+        "files": sum(len(r.job.names) for r in diag.logs),
+        "findings": findings,
+    }
+    figures: list[tuple[str, str]] = []
+    sizes = _counter_sizes(logs)
+    if sizes and sum(sizes[1]) + sum(sizes[2]):
+        figures.append(("Request sizes", size_bars(sizes)))
+    figures += _darshan_figures(logs)
+    return (
+        _env()
+        .get_template("report.html")
+        .render(
+            job=job,
+            figures=figures,
+            logs=logs,
+            factors=main.factors,
+            generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        )
+    )
+
+
+def _counter_sizes(logs: list[Any]) -> tuple[list[str], list[float], list[float]] | None:
+    """Requests per size bucket from Darshan's POSIX histograms; None without them."""
     labels = [b for b, _ in SIZE_BUCKETS]
     reads, writes = [0.0] * len(labels), [0.0] * len(labels)
     found = False
@@ -145,6 +194,16 @@ def _size_histogram(
                 if col in posix:
                     acc[i] += float(posix[col].sum())
                     found = True
+    return (labels, reads, writes) if found else None
+
+
+def _size_histogram(
+    store: Store, job_id: str, logs: list[Any]
+) -> tuple[list[str], list[float], list[float]] | None:
+    """Requests per size bucket: Darshan's own counters when there are any, else client_io."""
+    counted = _counter_sizes(logs)
+    labels, reads, writes = counted or ([b for b, _ in SIZE_BUCKETS], [0.0] * 10, [0.0] * 10)
+    found = counted is not None
     if not found:
         rows = store.query(
             "SELECT op, size, sum(count) AS n FROM client_io WHERE job_id = ? "

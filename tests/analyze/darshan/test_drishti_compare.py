@@ -82,6 +82,15 @@ def _log_hints_cb_nodes(job: DarshanJob) -> bool:
     return "cb_nodes" in log_write_hints(job.metadata)
 
 
+def _unswapped_meta_time(job: DarshanJob) -> bool:
+    """PyDarshan reads POSIX_F_META_TIME of an old big-endian log in the wrong byte order
+    (`tests/ingest/test_darshan_byte_order.py`); iolens swaps it back."""
+    rep = darshan.DarshanReport(job.path, read_all=False)
+    rep.mod_read_all_records("POSIX")
+    theirs = rep.records["POSIX"].to_df()["fcounters"]["POSIX_F_META_TIME"].to_numpy()
+    return bool((theirs != col(job.fcounters("POSIX"), "POSIX_F_META_TIME").to_numpy()).any())
+
+
 _REDUNDANT = (
     "job-wide and inverted: fires when the highest offset exceeds the bytes moved (a "
     "sparse or partial access), the opposite of its message; iolens checks each file for "
@@ -121,6 +130,13 @@ KNOWN_DEFECTS: dict[str, Defect] = {
         "Drishti counts records with POSIX_F_META_TIME > 30 s; a shared record's value is "
         "the sum over all ranks; iolens adds up each rank's time",
         _summed_shared_metadata,
+    ),
+    "P19": Defect(
+        "metadata time of old big-endian logs read unswapped",
+        "libdarshan-util leaves POSIX_F_META_TIME of POSIX records older than version 4 in "
+        "the log's byte order (8e-303 s): without the metadata seconds the time spread "
+        "passes Drishti's 15 %; iolens swaps the value back",
+        _unswapped_meta_time,
     ),
     "M06": Defect(
         "blocking-read advice for a job without MPI-IO reads",

@@ -45,7 +45,8 @@ from typing import Any
 import pyarrow as pa
 
 from iolens.errors import InputError, IolensError, reading
-from iolens.ingest.darshan_decode import DecoderPool
+from iolens.ingest.darshan_decode import EMPTY_LOG, DecoderPool
+from iolens.ingest.darshan_records import log_files
 from iolens.ingest.importers.darshan_context import SOURCE, ImportResult, LogContext
 from iolens.ingest.importers.darshan_counters import counter_io
 from iolens.ingest.importers.darshan_dxt import ClientRows, read_dxt
@@ -62,29 +63,12 @@ from iolens.ingest.uid_map import UidMap
 from iolens.model.darshan import DarshanJob
 from iolens.store.base import Store
 
-SUFFIX = ".darshan"
-
 #: What diagnoses a freshly read log: the codes whose older findings of that job it
 #: replaces, and its findings as a FINDINGS table. Passed in by the caller (ingest does
 #: not import the analyses).
 Analyzer = Callable[[DarshanJob], tuple[Collection[str], pa.Table]]
 
 _PID_IN_NAME = re.compile(r"_id\d+-(\d+)_")
-
-
-def log_files(paths: Iterable[Path]) -> list[Path]:
-    """Darshan logs under the given files or directories (recursively), in name order.
-
-    A named file is taken whatever its suffix; a directory contributes its `*.darshan`
-    files. Missing paths are kept, so they fail as one entry of the batch.
-    """
-    found: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            found += sorted(x for x in p.rglob(f"*{SUFFIX}") if x.is_file())
-        else:
-            found.append(p)
-    return found
 
 
 def content_key(path: Path) -> str:
@@ -243,11 +227,7 @@ def _read(
     job = log.job
     res.job_id = job.job_id
     if not log.modules:
-        raise InputError(
-            str(path),
-            "empty Darshan log: no module data (Darshan recorded no I/O; instrumentation "
-            "was disabled or failed)",
-        )
+        raise InputError(str(path), EMPTY_LOG)
     extra = log.extra
     if analyze is not None:
         job.modules.update({name: block.data() for name, block in extra["blocks"].items()})

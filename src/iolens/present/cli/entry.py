@@ -14,6 +14,10 @@ import sys
 
 #: Commands that run on the light install (their modules import no analysis stack).
 LIGHT = ("agent", "config", "hook")
+#: Commands that read files without a store: each runs from an app of its own, so a fresh
+#: process imports what its input needs (`iolens darshan LOG` starts like `drishti LOG`),
+#: not DuckDB, the web stack or the other commands' modules.
+STANDALONE = ("darshan",)
 #: Packages only the server extra installs (what the node commands must never import).
 SERVER_ONLY = ("duckdb", "pyarrow", "numpy", "pandas", "fastapi", "sklearn", "matplotlib")
 
@@ -47,12 +51,22 @@ def light_app(name: str | None = None):  # type: ignore[no-untyped-def]
     return app
 
 
+def standalone(name: str, argv: list[str]) -> int:
+    """Run the store-free command `name` on `argv`; its exit status."""
+    from iolens.present.cli import darshan_log
+
+    commands = {"darshan": darshan_log.main}
+    return commands[name](argv)
+
+
 def main() -> None:
     name = command(sys.argv[1:])
-    if name in LIGHT:
+    if name in LIGHT or name in STANDALONE:
         from iolens.errors import IolensError
 
         try:
+            if name in STANDALONE:
+                sys.exit(standalone(name, sys.argv[sys.argv.index(name) + 1 :]))
             light_app(name)()
         except IolensError as exc:
             print(f"error: {exc}", file=sys.stderr)
@@ -60,20 +74,27 @@ def main() -> None:
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
             sys.exit(130)
+        except ModuleNotFoundError as exc:
+            _needs_server(exc)
         return
     try:
         from iolens.present.cli.main import main as full_main
     except ModuleNotFoundError as exc:
-        if (exc.name or "iolens").split(".")[0] == "iolens":
-            raise  # our own bug, not a missing extra
-        print(
-            f"error: this command needs the server install (no module {exc.name!r}): "
-            "pip install 'iolens[server]'; this install runs `iolens agent`, "
-            "`iolens config` and `iolens hook`",
-            file=sys.stderr,
-        )
-        sys.exit(2)
+        _needs_server(exc)
     full_main()
+
+
+def _needs_server(exc: ModuleNotFoundError) -> None:
+    """A command the light install cannot run: say which extra it needs, and exit."""
+    if (exc.name or "iolens").split(".")[0] == "iolens":
+        raise exc  # our own bug, not a missing extra
+    print(
+        f"error: this command needs the server install (no module {exc.name!r}): "
+        "pip install 'iolens[server]'; this install runs `iolens agent`, "
+        "`iolens config` and `iolens hook`",
+        file=sys.stderr,
+    )
+    sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""`iolens import lustre`: load /proc and /sys captures a site already takes from cron."""
+"""`iolens import lustre` and `iolens import lmt`: Lustre server data a site already keeps
+(/proc and /sys captures taken from cron; LMT databases)."""
 
 from __future__ import annotations
 
@@ -81,3 +82,39 @@ def import_lustre(
             "some sources failed (messages above): "
             + ", ".join(f"{name} in {n} folder(s)" for name, n in sorted(failures.items()))
         )
+
+
+def import_lmt(
+    paths: Annotated[list[Path], typer.Argument(help="LMT databases (SQLite copies).")],
+    db: DbOption = None,
+    tz: Annotated[
+        str | None,
+        typer.Option(
+            "--tz", help="Zone LMT wrote its times in: IANA name or UTC [default: this machine's]."
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Load LMT databases as OST, MDT, OSS and MDS samples (a database loaded before adds
+    nothing); the zoom-in weather factors of Darshan jobs then come from them."""
+    from iolens.ingest.importers.lmt import lmt_batch
+    from iolens.ingest.importers.sacct import timezone
+    from iolens.ingest.load import load_many
+
+    zone = timezone(tz)
+    batches = [lmt_batch(p, zone) for p in paths]  # a bad database fails before the DB opens
+    rows = {"components": 0, "server_samples": 0, "metrics": 0}
+    with open_db(db, create=True) as store:
+        counts = load_many(store, batches)
+    for c in counts:
+        for table in rows:
+            rows[table] += c.get(table, 0)
+    summary = {"databases": len(paths), "skipped": sum(1 for c in counts if not c), **rows}
+    if as_json:
+        print(to_json(summary))
+        return
+    out.print(
+        f"Imported {len(paths) - summary['skipped']} of {len(paths)} LMT database(s) "
+        f"({rows['server_samples']:,} server samples, {rows['metrics']:,} metric rows, "
+        f"{rows['components']} components); {summary['skipped']} already loaded."
+    )

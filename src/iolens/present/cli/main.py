@@ -22,6 +22,7 @@ from iolens.present.cli import (
     agenting,
     compare,
     darshan_import,
+    darshan_log,
     diagnosis,
     expect,
     importing,
@@ -37,6 +38,7 @@ from iolens.present.cli import (
     system,
     tracing,
     users,
+    zooming,
 )
 from iolens.present.cli.app import (
     DbOption,
@@ -272,6 +274,7 @@ tracing.import_app.command("sacct")(scheduler.import_sacct)
 app.add_typer(scheduler.hook_app, name="hook")
 app.add_typer(site.site_app, name="site")
 tracing.import_app.command("lustre")(importing.import_lustre)
+tracing.import_app.command("lmt")(importing.import_lmt)
 tracing.import_app.command("darshan")(darshan_import.import_darshan)
 app.command()(serving.serve)
 app.command()(diagnosis.anomalies)
@@ -286,8 +289,24 @@ app.command()(compare.compare)
 app.command()(reporting.report)
 app.command()(reporting.explain)
 app.command()(reporting.findings)
+
+
+@app.command(help=darshan_log.SUMMARY)
+def darshan(
+    paths: Annotated[list[Path], typer.Argument(help=darshan_log.HELP_PATHS)],
+    as_json: Annotated[bool, typer.Option("--json", help=darshan_log.HELP_JSON)] = False,
+    html: Annotated[Path | None, typer.Option("--html", help=darshan_log.HELP_HTML)] = None,
+) -> None:
+    # `iolens darshan` itself runs from `entry.py` (argparse, no store); this is the same
+    # command for `iolens --help` and for callers of this app
+    code = darshan_log.run(paths, as_json, html)
+    if code:
+        raise typer.Exit(code)
+
+
 app.command()(scaleout.compact)
 app.add_typer(users.user_app, name="user")
+app.command()(zooming.zoomin)
 
 
 def main() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -13,6 +12,8 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
+
+from iolens.present.jsonout import to_json as to_json  # re-exported: many commands use it
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -38,26 +39,6 @@ def human_time(t: datetime | str | None) -> str:
     if isinstance(t, str):
         t = datetime.fromisoformat(t.replace("Z", ""))
     return t.strftime("%Y-%m-%d %H:%M:%S")
-
-
-def to_json(obj: Any) -> str:
-    def default(o: Any) -> Any:
-        if isinstance(o, datetime):
-            return o.isoformat() + ("Z" if o.tzinfo is None else "")
-        if hasattr(o, "item"):  # numpy scalars
-            return o.item()
-        raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-    def clean(o: Any) -> Any:
-        if isinstance(o, float) and not math.isfinite(o):
-            return None
-        if isinstance(o, dict):
-            return {k: clean(v) for k, v in o.items()}
-        if isinstance(o, list):
-            return [clean(v) for v in o]
-        return o
-
-    return json.dumps(clean(obj), default=default, indent=2)
 
 
 def jobs_table(rows: list[dict[str, Any]], title: str = "Jobs") -> Table:

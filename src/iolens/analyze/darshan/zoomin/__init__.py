@@ -18,7 +18,7 @@ from iolens.analyze.darshan.zoomin.covering import (
 )
 from iolens.analyze.darshan.zoomin.factors import FACTORS, factors_table, job_factors
 from iolens.analyze.darshan.zoomin.phases import io_phases
-from iolens.analyze.darshan.zoomin.weather import weather_before
+from iolens.analyze.darshan.zoomin.weather import job_weather, weather_before
 from iolens.analyze.darshan.zoomin.z01_io_phases import TooManyPhases
 from iolens.analyze.darshan.zoomin.z02_single_ost import SingleOstBound
 from iolens.analyze.darshan.zoomin.z03_small_data import SmallDataSize
@@ -70,6 +70,7 @@ __all__ = [
     "factors_table",
     "io_phases",
     "job_factors",
+    "job_weather",
     "sweep",
     "weather_before",
     "zoom",

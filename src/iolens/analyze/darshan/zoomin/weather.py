@@ -3,9 +3,13 @@
 The paper reads LMT's 5-second samples: the average CPU utilisation of the job's OSSes
 and of the MDS, and the average bytes moved on the job's OSTs, in the 5 s before the job
 starts. iolens has the same data in the store: OST totals in `server_samples` (rows with
-no job id) and CPU time in `metrics` (the node source's `cpu_<field>_jiffies` rates, on
-agents whose role is `oss` or `mds`). Samples cover `(ts - interval_s, ts]`; each counts
-in proportion to its overlap with the window, assuming a uniform rate inside a sample.
+no job id) and CPU in `metrics`, either as time (the node source's `cpu_<field>_jiffies`
+rates, on agents whose role is `oss` or `mds`) or as LMT's own %CPU gauge (`cpu_pct`,
+from `iolens import lmt`). Samples cover `(ts - interval_s, ts]`; each counts in
+proportion to its overlap with the window, assuming a uniform rate inside a sample. A
+gauge has no interval: it stands for the `GAUGE_S` before it (LMT's cadence), and a
+host's figure is the overlap-weighted mean of its gauges; a host with CPU time is read
+from that.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from iolens.store.base import Store
 
 #: /proc/stat fields that are not busy time.
 IDLE_FIELDS = frozenset({"idle", "iowait"})
+#: Seconds a CPU gauge without an interval stands for: LMT's polling period.
+GAUGE_S = 5.0
 _OST_INDEX = re.compile(r"OST([0-9a-fA-F]{4,})$")
 
 
@@ -50,24 +56,35 @@ def _overlap(t1_us: int, interval_s: float, w0: int, w1: int) -> float:
 
 def _cpu(store: Store, kind: str, hosts: set[str] | None, w0: int, w1: int) -> float | None:
     rows = store.query(
-        "SELECT component_id, epoch_us(ts) AS t, interval_s, metric, value FROM metrics "
-        "WHERE kind = ? AND job_id IS NULL AND metric LIKE 'cpu\\_%\\_jiffies' ESCAPE '\\' "
-        "AND epoch_us(ts) > ? AND epoch_us(ts) - coalesce(interval_s, 0) * 1e6 < ?",
-        [kind, w0, w1],
+        "SELECT component_id, epoch_us(ts) AS t, coalesce(interval_s, ?) AS interval_s, "
+        "metric, value FROM metrics WHERE kind = ? AND job_id IS NULL "
+        "AND (metric LIKE 'cpu\\_%\\_jiffies' ESCAPE '\\' OR metric = 'cpu_pct') "
+        "AND epoch_us(ts) > ? AND epoch_us(ts) - coalesce(interval_s, ?) * 1e6 < ?",
+        [GAUGE_S, kind, w0, GAUGE_S, w1],
     ).to_pylist()
     busy: dict[str, float] = {}
     total: dict[str, float] = {}
+    gauge: dict[str, list[float]] = {}  # host -> [sum of pct * weight, sum of weights]
     for r in rows:
-        if hosts is not None and r["component_id"] not in hosts:
+        host = r["component_id"]
+        if hosts is not None and host not in hosts:
             continue
-        share = _overlap(r["t"], r["interval_s"] or 0.0, w0, w1)
+        share = _overlap(r["t"], r["interval_s"], w0, w1)
+        if r["metric"] == "cpu_pct":
+            g = gauge.setdefault(host, [0.0, 0.0])
+            g[0] += float(r["value"]) * share
+            g[1] += share
+            continue
         field = r["metric"][len("cpu_") : -len("_jiffies")]
         v = float(r["value"]) * share
-        total[r["component_id"]] = total.get(r["component_id"], 0.0) + v
+        total[host] = total.get(host, 0.0) + v
         if field not in IDLE_FIELDS:
-            busy[r["component_id"]] = busy.get(r["component_id"], 0.0) + v
-    pct = [100.0 * busy.get(h, 0.0) / t for h, t in total.items() if t > 0]
-    return sum(pct) / len(pct) if pct else None
+            busy[host] = busy.get(host, 0.0) + v
+    pct = {h: 100.0 * busy.get(h, 0.0) / t for h, t in total.items() if t > 0}
+    for h, (v, w) in gauge.items():
+        if h not in pct and w > 0:
+            pct[h] = v / w
+    return sum(pct.values()) / len(pct) if pct else None
 
 
 def _oss_of(store: Store, ost_ids: list[str]) -> set[str] | None:
@@ -117,3 +134,27 @@ def weather_before(
     if ost_io is None and oss is None and mds is None:
         return None
     return {"oss_cpu_pct": oss, "mds_cpu_pct": mds, "ost_io_mb": ost_io, "osts": len(per_ost)}
+
+
+def job_weather(store: Store, job_id: str, window_s: float = 5.0) -> dict[str, Any] | None:
+    """`weather_before` an imported Darshan job: before its first log started, on the OSTs
+    its files are striped over (every OST when no layout is known); None when the job has
+    no log in the store or there is no server data then."""
+    start = store.query(
+        'SELECT min("start") AS t FROM darshan_logs WHERE job_id = ?', [job_id]
+    ).to_pylist()[0]["t"]
+    if start is None:
+        return None
+    osts = (
+        store.query(
+            "SELECT DISTINCT unnest(osts) AS ost FROM files WHERE osts IS NOT NULL AND path IN "
+            "(SELECT r.path FROM darshan_records r JOIN darshan_logs l USING (log_key) "
+            "WHERE l.job_id = ?)",
+            [job_id],
+        )
+        .column("ost")
+        .to_pylist()
+    )
+    # the importer keeps Darshan's OSTs as `OST0001` (a log has no file-system name): by index
+    idx = [i for i in map(ost_index, osts) if i is not None]
+    return weather_before(store, start, idx or None, window_s)

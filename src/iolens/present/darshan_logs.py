@@ -1,0 +1,197 @@
+"""Darshan logs diagnosed without a store: what `iolens darshan LOG...` shows.
+
+Each log is read (`ingest.darshan_fork`: libdarshan-util in a forked child, so a log
+that crashes it fails alone) and diagnosed by the same rules `iolens import darshan`
+runs (`analyze.darshan.diagnose`, with no site context: no weather, no node list, no
+OST peak). Logs of the same job (one per executable a job ran) are one diagnosis: a
+finding several of its logs raise is listed once, the most severe instance, with the
+number of logs it came from. The figures per log are the zoom-in factors (Table I) the
+rules computed on the way, so nothing is computed twice.
+
+Nothing here opens a store or resolves a user: a log's uid stays a number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from iolens.errors import InputError
+from iolens.model.darshan import DarshanJob
+from iolens.model.finding import Finding
+
+SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
+
+
+@dataclass
+class LogResult:
+    """One log: the job it read, its findings and its zoom-in figures."""
+
+    path: Path
+    job: DarshanJob
+    findings: list[Finding]
+    factors: dict[str, Any]
+    io_time: float
+    bytes_read: float
+    bytes_written: float
+
+
+@dataclass
+class JobDiagnosis:
+    """One job's logs, diagnosed; `findings` merged over the logs."""
+
+    job_id: str
+    logs: list[LogResult] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[tuple[Finding, int]]:
+        """(finding, how many of the job's logs raised its code), most severe first.
+
+        The instance kept is the most severe (among equals, the first log's): its
+        evidence is one log's, which is what the evidence can say without a merge rule
+        per finding.
+        """
+        best: dict[str, tuple[Finding, int]] = {}
+        for log in self.logs:
+            for f in log.findings:
+                kept = best.get(f.code)
+                if kept is None:
+                    best[f.code] = (f, 1)
+                elif SEVERITY_RANK[f.severity] < SEVERITY_RANK[kept[0].severity]:
+                    best[f.code] = (f, kept[1] + 1)
+                else:
+                    best[f.code] = (kept[0], kept[1] + 1)
+        return sorted(best.values(), key=lambda fc: (SEVERITY_RANK[fc[0].severity], fc[0].code))
+
+    def to_dict(self, titles: dict[str, str] | None = None) -> dict[str, Any]:
+        """The JSON of `iolens darshan --json` for this job."""
+        titles = titles or {}
+        jobs = [r.job for r in self.logs]
+        return {
+            "job_id": self.job_id,
+            "uid": jobs[0].uid,
+            "exe": sorted({j.exe for j in jobs}),
+            "nprocs": max(j.nprocs for j in jobs),
+            "start": min(j.start for j in jobs),
+            "end": max(j.end for j in jobs),
+            # one log: Darshan's own run time; several: the span from first start to last end
+            "run_time_s": jobs[0].run_time
+            if len(jobs) == 1
+            else (max(j.end for j in jobs) - min(j.start for j in jobs)).total_seconds(),
+            "bytes_read": sum(r.bytes_read for r in self.logs),
+            "bytes_written": sum(r.bytes_written for r in self.logs),
+            "logs": [_log_dict(r) for r in self.logs],
+            "findings": [
+                {**_finding_dict(f), "title": titles.get(f.code, f.name), "logs": n}
+                for f, n in self.findings
+            ],
+        }
+
+
+def _log_dict(r: LogResult) -> dict[str, Any]:
+    j = r.job
+    return {
+        "path": str(r.path),
+        "exe": j.exe,
+        "nprocs": j.nprocs,
+        "start": j.start,
+        "end": j.end,
+        "run_time_s": j.run_time,
+        "darshan": j.lib_version,
+        "log_version": j.log_version,
+        "modules": {
+            k: {"records": v.get("records"), "partial": v.get("partial")}
+            for k, v in j.module_info.items()
+        },
+        "partial": j.partial_modules,
+        "bytes_read": r.bytes_read,
+        "bytes_written": r.bytes_written,
+        "io_time_s": r.io_time,
+        "bandwidth": r.factors.get("bandwidth"),
+        "factors": {k: v for k, v in r.factors.items() if k not in ("job_id", "user", "app")},
+        "findings": len(r.findings),
+    }
+
+
+def _finding_dict(f: Finding) -> dict[str, Any]:
+    return {
+        "code": f.code,
+        "name": f.name,
+        "severity": f.severity,
+        "target": f.target,
+        "recommendation": f.recommendation,
+        "evidence": f.evidence,
+        "gain": f.gain,
+    }
+
+
+def diagnose_log(path: Path, job: DarshanJob) -> LogResult:
+    """One log's findings and figures, from the rules' shared zoom-in analysis."""
+    from iolens.analyze.darshan import RuleContext, diagnose
+    from iolens.analyze.darshan.zoomin import zoom
+
+    ctx = RuleContext()
+    found = diagnose(job, ctx)
+    z = zoom(job, ctx)  # what the zoom-in rules computed, cached in ctx
+    recs = z.records
+    return LogResult(
+        path,
+        job,
+        found,
+        z.factors,
+        z.io_time,
+        float(recs["bytes_read"].sum()) if len(recs) else 0.0,
+        float(recs["bytes_written"].sum()) if len(recs) else 0.0,
+    )
+
+
+def read(path: Path) -> DarshanJob:
+    """The log, or an `InputError` naming it (missing, unreadable, crashing, empty)."""
+    from iolens.ingest.darshan_fork import ForkedRead
+
+    return _checked(path, ForkedRead(path).result())
+
+
+def _checked(path: Path, job: DarshanJob) -> DarshanJob:
+    from iolens.ingest.darshan_decode import EMPTY_LOG
+
+    if not job.module_info:
+        raise InputError(str(path), EMPTY_LOG)
+    return job
+
+
+def diagnose_logs(
+    paths: Sequence[Path],
+) -> tuple[list[JobDiagnosis], list[InputError]]:
+    """The logs grouped by job and diagnosed, in the order given; and the logs that
+    could not be read, each as the error that names it.
+
+    Each log is read in a child while this process works: the first while the rules are
+    imported, the next while the current one is diagnosed (two cores do both at once).
+    """
+    from iolens.ingest.darshan_fork import ForkedRead
+
+    jobs: dict[tuple[str, int], JobDiagnosis] = {}
+    failed: list[InputError] = []
+    pending = ForkedRead(paths[0]) if paths else None
+    import iolens.analyze.darshan  # noqa: F401  (while the first log is read)
+
+    for i, path in enumerate(paths):
+        assert pending is not None
+        current, pending = pending, ForkedRead(paths[i + 1]) if i + 1 < len(paths) else None
+        try:
+            job = _checked(path, current.result())
+        except InputError as exc:
+            failed.append(exc)
+            continue
+        try:
+            result = diagnose_log(path, job)
+        except Exception as exc:  # a rule's bug: this log fails, the others are shown
+            why = f"diagnosis failed ({type(exc).__name__}: {exc}); an iolens bug, please report"
+            failed.append(InputError(str(path), why))
+            continue
+        key = (job.job_id, job.uid)  # job ids of two sites can meet; their uids rarely
+        jobs.setdefault(key, JobDiagnosis(job.job_id)).logs.append(result)
+    return list(jobs.values()), failed
