@@ -169,18 +169,18 @@ def assemble(findings: list[Finding], job: DarshanJob | None = None) -> list[Fin
     return out
 
 
-def _size(f: Finding) -> float:
-    """How much a finding's occurrence covers, to keep the largest of repeats."""
+def _size(f: Finding) -> tuple[int, float, float]:
+    """How much a finding's occurrence covers, to keep the largest of repeats: severity,
+    then its largest byte figure, then the share of the I/O it explains."""
     from iolens.analyze.darshan.severity import explained_share
 
-    ev = f.evidence
     figures = [
-        v
-        for k, v in ev.items()
+        float(v)
+        for k, v in f.evidence.items()
         if isinstance(v, int | float) and not isinstance(v, bool) and "bytes" in k
     ]
     rank = {"info": 0, "warning": 1, "critical": 2}.get(f.severity, 0)
-    return rank * 1e30 + (max(figures) if figures else 0.0) + (explained_share(f) or 0.0)
+    return rank, max(figures, default=0.0), explained_share(f) or 0.0
 
 
 def merge_repeated(findings: Iterable[Finding]) -> list[Finding]:
