@@ -57,7 +57,8 @@ def main(roots: list[Path]) -> None:
     before = tally({k: [f for j in logs for f in rule_findings(j)] for k, logs in jobs.items()})
     after = tally({k: diagnose_job(logs) for k, logs in jobs.items()})
     n_logs = sum(len(v) for v in jobs.values())
-    print(f"{n_logs} logs, {len(jobs)} jobs ({sum(v < 10 * MiB for v in volume.values())} < 10 MiB)")
+    small = sum(v < 10 * MiB for v in volume.values())
+    print(f"{n_logs} logs, {len(jobs)} jobs ({small} moving < 10 MiB)")
     print(f"| {'figure':40} | before | after |")
     print(f"|{'-' * 42}|--------|-------|")
     for key in before:
