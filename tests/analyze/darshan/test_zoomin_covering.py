@@ -89,21 +89,27 @@ def test_minimal_and_exact_against_brute_force(seed: int) -> None:
 
 
 def test_badost_golden() -> None:
-    """sample-badost: 2048 ranks, one file each; the straggler OST 14 covers the I/O time."""
+    """sample-badost: 2048 ranks, one file each; the straggler OST 14 covers the I/O time.
+
+    The cover splits time by activity (issue 21), so the time goes to the many files on OST
+    14 that are still moving bytes, not to the one that happened to reach furthest."""
     j = job(example("sample-badost.darshan"))
     cs = covering_set(j)
     assert len(cs.intervals) == 2049  # 2048 private files + one shared input file
     assert cs.io_time == pytest.approx(_union(cs.intervals))
     files = cover_files(j, cs)
-    assert files[0]["osts"] == [14] and files[0]["cover_share"] > 0.99
+    assert files[0]["osts"] == [14]
+    assert sum(f["cover_share"] for f in files if f["osts"] == [14]) > 0.95
     got = {
         "io_time": round(cs.io_time, 6),
+        "cover_members": len(cs.cover),
         "cover": [
             {k: (round(v, 6) if isinstance(v, float) else v) for k, v in c.as_dict().items()}
-            for c in cs.cover
+            for c in cs.cover[:10]
         ],
         "files": [
-            {k: (round(v, 6) if isinstance(v, float) else v) for k, v in f.items()} for f in files
+            {k: (round(v, 6) if isinstance(v, float) else v) for k, v in f.items()}
+            for f in files[:10]
         ],
     }
     check_golden(CASES / "badost_cover.json", json.loads(json.dumps(got)))

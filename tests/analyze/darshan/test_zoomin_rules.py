@@ -135,7 +135,7 @@ def test_z02_straggler_ost_of_sample_badost() -> None:
     assert f is not None
     well_formed(f)
     e = f.evidence
-    assert e["ost"] == 14 and e["straggler"] and e["cover_share"] > 0.99
+    assert e["ost"] == 14 and e["straggler"] and e["cover_share"] > 0.95
     assert e["other_osts"] == 23
     assert e["ost_bandwidth"] < 0.05 * e["other_osts_median_bandwidth"]
     assert f.target == "admin" and f.severity == "critical"

@@ -8,15 +8,18 @@ bandwidth, the file-system weather before the job) and keeps the factors row.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from iolens.analyze.darshan import drishti, expert, zoomin
+import pyarrow as pa
+
+from iolens.analyze.darshan import chains, drishti, expert, severity, zoomin
 from iolens.analyze.darshan.rule import RuleContext
 from iolens.model.darshan import DarshanJob
 from iolens.model.darshan_own import application_view
-from iolens.model.finding import Finding
+from iolens.model.finding import Finding, findings_table
 from iolens.store.base import Store
 
 #: Every code a Darshan diagnosis owns: a re-diagnosis replaces all of them (retired ones
@@ -29,13 +32,83 @@ CODES: frozenset[str] = frozenset(
 )
 
 
-def diagnose(job: DarshanJob, ctx: RuleContext | None = None) -> list[Finding]:
-    """Zoom-in root causes first (they name the cause), then Drishti's triggers, then the
-    expert rules (cross-layer, DXT timing, ROMIO's aggregators); on the application's
-    records only (Darshan's own are left out: `application_view`)."""
+def rule_findings(job: DarshanJob, ctx: RuleContext | None = None) -> list[Finding]:
+    """Every rule's finding as the rule states it: zoom-in root causes first (they name the
+    cause), then Drishti's triggers, then the expert rules (cross-layer, DXT timing,
+    ROMIO's aggregators); on the application's records only (Darshan's own are left out:
+    `application_view`)."""
     ctx = ctx if ctx is not None else RuleContext()
     job = application_view(job)
     return zoomin.diagnose_zoomin(job, ctx) + drishti.diagnose(job, ctx) + expert.diagnose(job, ctx)
+
+
+def diagnose(job: DarshanJob, ctx: RuleContext | None = None) -> list[Finding]:
+    """The log's findings as an expert signs them: contradictions dropped, causal chains
+    with one recommendation each (`chains`), severity capped by the share of the I/O each
+    explains and by the noise floor (`severity`)."""
+    ctx = ctx if ctx is not None else RuleContext()
+    found = chains.assemble(rule_findings(job, ctx), job)
+    severity.calibrate(found, severity.JobIO.of(job), ctx)
+    return found
+
+
+def diagnose_job(logs: list[DarshanJob], ctx: RuleContext | None = None) -> list[Finding]:
+    """The findings of one job read from several logs (one per executable run): each log
+    diagnosed, then a finding raised by several logs merged into one with the count."""
+    found = [f for log in logs for f in diagnose(log, ctx)]
+    merged = chains.merge_repeated(found)
+    chains.link(merged)
+    chains.one_recommendation(merged)
+    return merged
+
+
+def merge_stored(store: Store, job_ids: list[str]) -> int:
+    """Merge the stored Darshan findings of `job_ids` that several logs of one job raised
+    (the importer diagnoses log by log); returns how many rows went."""
+    if not job_ids:
+        return 0
+    store.register("_iolens_merge_jobs", pa.table({"job_id": pa.array(job_ids, pa.string())}))
+    try:
+        rows = store.query(
+            "SELECT f.* FROM findings f JOIN _iolens_merge_jobs j ON f.subject_id = j.job_id "
+            "WHERE f.subject_kind = 'job' AND f.code IN (SELECT unnest(?))",
+            [sorted(CODES)],
+        ).to_pylist()
+        found = [_stored(r) for r in rows]
+        merged = chains.merge_repeated(found)
+        if len(merged) == len(found):
+            return 0
+        chains.link(merged)
+        chains.one_recommendation(merged)
+        store.execute(
+            "DELETE FROM findings WHERE subject_kind = 'job' AND subject_id IN "
+            "(SELECT job_id FROM _iolens_merge_jobs) AND code IN (SELECT unnest(?))",
+            [sorted(CODES)],
+        )
+    finally:
+        store.unregister("_iolens_merge_jobs")
+    store.append("findings", findings_table(merged))
+    return len(found) - len(merged)
+
+
+def _stored(r: dict[str, Any]) -> Finding:
+    ev = json.loads(r["evidence"] or "{}")
+    return Finding(
+        code=r["code"],
+        name=r["name"],
+        severity=r["severity"],
+        subject_kind=r["subject_kind"],
+        subject_id=r["subject_id"],
+        evidence=ev,
+        recommendation=r["recommendation"],
+        start=r["start"],
+        end=r["end"],
+        created=r["created"],
+        target=r["target"],
+        gain=json.loads(r["gain"]) if r["gain"] else None,
+        explains=ev.get("explains"),
+        explained_by=ev.get("explained_by"),
+    )
 
 
 def site_context(store: Store) -> RuleContext:
@@ -78,4 +151,13 @@ def analyze_log(
     return found, row
 
 
-__all__ = ["CODES", "RuleContext", "analyze_log", "diagnose", "site_context"]
+__all__ = [
+    "CODES",
+    "RuleContext",
+    "analyze_log",
+    "diagnose",
+    "diagnose_job",
+    "merge_stored",
+    "rule_findings",
+    "site_context",
+]

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from iolens.ingest.importers.darshan import Analyzer
+    from iolens.ingest.importers.darshan_context import ImportResult
     from iolens.model.darshan import DarshanJob
     from iolens.store.base import Store
 
@@ -56,7 +57,6 @@ def import_darshan(
     owners = load_uid_map(uid_map) if uid_map is not None else None
     _start_decoder()
     from iolens.ingest.importers.darshan import import_logs, log_files, summarize
-    from iolens.ingest.importers.darshan_context import ImportResult
 
     files = log_files(paths)
     if not files:
@@ -79,9 +79,12 @@ def import_darshan(
             on_log=done,
             owners=owners,
         )
+        merged = _merge_repeated(store, results)
     seconds = time.perf_counter() - t0
     summary = summarize(results)
     summary["seconds"] = round(seconds, 3)
+    summary["findings"] -= merged
+    summary["findings_merged"] = merged
     summary["logs_per_s"] = round(len(results) / seconds, 2) if seconds > 0 else None
     if as_json:
         print(to_json(summary))
@@ -125,6 +128,17 @@ def _print(s: dict[str, Any], listed: bool) -> None:
         err.print(f"{len(s['failures'])} log(s) failed:", highlight=False)
         for f in s["failures"]:
             err.print(f"  {f['error']}", highlight=False, soft_wrap=True)
+
+
+def _merge_repeated(store: Store, results: list[ImportResult]) -> int:
+    """A job of several logs in the batch keeps one finding per code (with the count)."""
+    from iolens.analyze.darshan import merge_stored
+
+    per_job: dict[str, int] = {}
+    for r in results:
+        if r.status == "imported" and r.job_id and r.findings:
+            per_job[r.job_id] = per_job.get(r.job_id, 0) + 1
+    return merge_stored(store, sorted(j for j, n in per_job.items() if n > 1))
 
 
 def _diagnoser(store: Store) -> Analyzer:
