@@ -47,23 +47,16 @@ class JobDiagnosis:
 
     @property
     def findings(self) -> list[tuple[Finding, int]]:
-        """(finding, how many of the job's logs raised its code), most severe first.
+        """(finding, how many of the job's logs raised its code), most severe first: merged
+        as `iolens import darshan` merges a job's logs (`chains.merge_repeated`, the
+        largest occurrence kept), then linked into causal chains again."""
+        from iolens.analyze.darshan import chains
 
-        The instance kept is the most severe (among equals, the first log's): its
-        evidence is one log's, which is what the evidence can say without a merge rule
-        per finding.
-        """
-        best: dict[str, tuple[Finding, int]] = {}
-        for log in self.logs:
-            for f in log.findings:
-                kept = best.get(f.code)
-                if kept is None:
-                    best[f.code] = (f, 1)
-                elif SEVERITY_RANK[f.severity] < SEVERITY_RANK[kept[0].severity]:
-                    best[f.code] = (f, kept[1] + 1)
-                else:
-                    best[f.code] = (kept[0], kept[1] + 1)
-        return sorted(best.values(), key=lambda fc: (SEVERITY_RANK[fc[0].severity], fc[0].code))
+        merged = chains.merge_repeated([f for log in self.logs for f in log.findings])
+        chains.link(merged)
+        chains.one_recommendation(merged)
+        counted = [(f, int(f.evidence.get("occurrences", 1))) for f in merged]
+        return sorted(counted, key=lambda fc: (SEVERITY_RANK[fc[0].severity], fc[0].code))
 
     def to_dict(self, titles: dict[str, str] | None = None) -> dict[str, Any]:
         """The JSON of `iolens darshan --json` for this job."""
