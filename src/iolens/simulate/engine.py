@@ -389,30 +389,20 @@ class Engine:
             io_seconds[p.job.job_id] = io_seconds.get(p.job.job_id, 0.0) + 1.0
             if lost < 0.05:
                 continue
-            # Blame the other jobs loading this phase's bottleneck, by their share of what
-            # the others put on it, for the time the phase lost beyond what it would have
-            # lost alone there (its own load is not interference): the counterfactual a
-            # measured slowdown gives.
+            # Blame the other jobs loading this phase's bottleneck, by their share of it.
             if factor[i] == f_fwd[i]:
                 r = int(np.argmin(fwd_ratio[i]))
-                loads, cap, own = fwd_alloc[:, r], fwd_data_cap[r], fwd_demand[i, r]
+                loads = fwd_alloc[:, r]
             elif factor[i] == f_ost[i]:
                 r = int(np.argmin(np.where(S_ost[i] > 0, ost_factor, np.inf)))
                 loads = asked * c_ost * S_ost[:, r]
-                cap, own = ost_cap[r], loads[i]
             else:
                 loads = asked * mds_per_unit
-                cap, own = caps.mds_ops, ask[i] * mds_per_unit[i]
-            alone = min(1.0, cap / own) if own > 0 else 1.0
-            lost_to_others = max(0.0, 1.0 - factor[i] / alone)
-            others = loads.sum() - loads[i] + (storm if factor[i] == mds_factor else 0.0)
-            if others <= 0:
-                continue
+            total = loads.sum() + (storm if factor[i] == mds_factor else 0.0)
             for j, q in enumerate(active):
                 if q.job.job_id != p.job.job_id and loads[j] > 0:
                     key = (p.job.job_id, q.job.job_id)
-                    share = loads[j] / others
-                    blame[key] = blame.get(key, 0.0) + lost_to_others * share
+                    blame[key] = blame.get(key, 0.0) + lost * loads[j] / total
         served = min(storm, max(0.0, self.caps.mds_ops - md_load * mds_factor))
         # What each component actually did, as a share of what it can do now.
         self.busy.append(

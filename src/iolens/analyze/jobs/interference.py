@@ -17,15 +17,12 @@ request (handling plus the queue wait of the target's server, `req_waittime`).
   slowest); the victim lost that share of the second. Samples where noise makes the
   latency fall below the baseline count negatively, so noise cancels over a burst
   instead of adding up.
-* **Who caused it.** The victim's latency alone already holds its own queue, so the
-  excess is the others' doing: each other job is charged the lost time times its share of
-  the busy time the others took from the target in that sample (N-1 jobs, whose requests
-  hold a thread longer, weigh more by themselves). What no scheduler job accounts for
-  (clients outside jobs, untagged `procname.uid` processes) is kept as the victim's loss
-  to "other clients". The lost time is then what the victim would have saved without
-  them, the quantity a measured slowdown gives (the MooseFS lab's N-1 writer against an
-  N-N job, `bench/lab_interference.py`); the simulator's ground truth is the same
-  counterfactual.
+* **Who caused it.** The excess latency comes from the target's whole load, so each
+  other job is charged the lost time times its share of the target's busy time in that
+  sample, the victim's own share being its own part (N-1 jobs, whose requests hold a
+  thread longer, weigh more by themselves). What no scheduler job accounts for (clients
+  outside jobs, untagged `procname.uid` processes) is kept as the victim's loss to "other
+  clients". This is the split the simulator's ground truth uses too.
 * **A degraded target** is not its neighbours' fault: while a `slow_ost` episode covers
   a target, the uncontended latency there is raised by the episode's measured slowdown.
 
@@ -278,18 +275,15 @@ def window_tallies(
             g = s.group[r]
             members = order[starts[g] : ends[g]]
             whole = s.group_busy[g]
-            # the baseline holds the victim's own queue: what is lost beyond it is the
-            # others' doing, shared by their part of the busy time that is not the victim's
-            others = whole - float(s.busy[members][s.job[members] == v].sum())
-            if others <= 1e-9 * whole:
+            if whole - s.busy[r] <= 1e-9 * whole:
                 continue  # alone on the target: nobody to blame
-            lost_other[v] += lost * s.group_other[g] / others
+            lost_other[v] += lost * s.group_other[g] / whole
             comp = str(s.component[r])
             for m in members:
                 c = str(s.job[m])
                 if c == v or not s.known[m]:
                     continue
-                part = float(s.busy[m] / others)
+                part = float(s.busy[m] / whole)
                 delay = lost * part
                 key = (v, c, comp)
                 t = out.get(key)
