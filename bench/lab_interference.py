@@ -161,12 +161,16 @@ def main() -> None:
     p.add_argument("--server", type=int, default=0, help="index of the shared chunkserver")
     p.add_argument("--victim-ranks", type=int, default=4)
     p.add_argument("--victim-kib", type=int, default=1024)
-    p.add_argument("--victim-blocks", type=int, default=16)
+    p.add_argument("--victim-blocks", type=int, default=64)
     p.add_argument("--culprit-ranks", type=int, default=8)
     p.add_argument("--culprit-kib", type=int, default=4096)
-    p.add_argument("--culprit-blocks", type=int, default=6)
-    p.add_argument("--lead", type=float, default=5.0)
-    p.add_argument("--gap", type=float, default=20.0)
+    p.add_argument("--culprit-blocks", type=int, default=32)
+    p.add_argument("--lead", type=float, default=1.0)
+    p.add_argument(
+        "--capacity", type=float, default=1.0,
+        help="slow the shared chunkserver this many times for the whole run (duty cycle)",
+    )  # fmt: skip
+    p.add_argument("--gap", type=float, default=70.0)
     p.add_argument("--state", default="/tmp/iolens-lab-interference")
     p.add_argument("--port", type=int, default=28494)
     p.add_argument("--port-base", type=int, default=19919)
@@ -189,6 +193,11 @@ def main() -> None:
 
 
 def run_lab(args: argparse.Namespace, state: Path) -> dict[str, Any]:
+    # The clients' caches would absorb the victim's writes (a 64 MiB job "wrote" in 0.1 s):
+    # direct I/O and the smallest write buffer make each call wait for the chunkserver.
+    os.environ.setdefault("LAB_MOUNT_OPTS", "-o mfscachemode=DIRECT,mfswritecachesize=16")
+    # the shared chunkserver holds a round's files: a culprit that outlasts the victim
+    os.environ.setdefault("LAB_DISK_MB", "2048")
     lab = Lab(lab=state / "lab", port_base=args.port_base)
     lab.up()
     try:
@@ -199,12 +208,21 @@ def run_lab(args: argparse.Namespace, state: Path) -> dict[str, Any]:
             port=args.port,
         )
         obs.start()
+        # The lab's chunkservers are faster than its FUSE clients, so two jobs contend on
+        # the clients' CPU, not on the server; a duty-cycled chunkserver (stopped for
+        # 1 - 1/capacity of every 0.2 s, alone and beside alike) is a server of finite
+        # capacity the jobs really share, as the cluster suite's throttled disk is.
+        cap = lab.slow_chunkserver(args.server, args.capacity) if args.capacity > 1 else None
         try:
             rounds = run_rounds(args, lab, obs)
             time.sleep(150)  # the last chart minute, then the agents' next rounds
         finally:
+            if cap is not None:
+                cap.stop()
             obs.stop()
-        return analyse(obs, rounds)
+        out = analyse(obs, rounds)
+        out["capacity"] = args.capacity
+        return out
     finally:
         lab.stop_all()
         if not args.keep:

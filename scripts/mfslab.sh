@@ -20,6 +20,7 @@
 #   LAB_IP=                  the address chunkservers reach the master on (default: this
 #                            host's first global IPv4 address; MooseFS refuses 127/8)
 #   LAB_NODES="c1 c2 c3 c4 login"  virtual nodes, one FUSE mount each
+#   LAB_MOUNT_OPTS=          extra mfsmount options of the node mounts
 #   LAB_ALIAS_BASE=101       first node's IP alias (an address, or a host part on LAB_IP's
 #                            /24); the next nodes count up from it. Added as /32 on LAB_IP's
 #                            device; an alias that already exists is used but never removed.
@@ -187,7 +188,10 @@ nodes_up() {  # $1: the master's address
       warned=1 a=$ip bind=()
     fi
     if ! mountpoint -q "$mnt"; then
-      do_mount "$mnt" "${bind[@]}"
+      # LAB_MOUNT_OPTS: extra mfsmount options of the node mounts (word-split on purpose),
+      # e.g. "-o mfscachemode=DIRECT,mfswritecachesize=16" so writes wait for the servers
+      # shellcheck disable=SC2086
+      do_mount "$mnt" "${bind[@]}" ${LAB_MOUNT_OPTS:-}
     fi
     printf '%s\t%s\t%s\n' "$node" "$a" "$mnt" >>"$LAB/nodes.tsv.new"
   done
