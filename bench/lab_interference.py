@@ -212,8 +212,10 @@ def run_lab(args: argparse.Namespace, state: Path) -> dict[str, Any]:
         # the clients' CPU, not on the server; a duty-cycled chunkserver (stopped for
         # 1 - 1/capacity of every 0.2 s, alone and beside alike) is a server of finite
         # capacity the jobs really share, as the cluster suite's throttled disk is.
-        cap = lab.slow_chunkserver(args.server, args.capacity) if args.capacity > 1 else None
+        cap = None
         try:
+            if args.capacity > 1:
+                cap = lab.slow_chunkserver(lab.chunkservers[args.server], args.capacity)
             rounds = run_rounds(args, lab, obs)
             time.sleep(150)  # the last chart minute, then the agents' next rounds
         finally:

@@ -17,7 +17,7 @@ def paths_in(svg: str, gid: str) -> int:
 
 
 def test_timeline_draws_every_interval_and_the_cover() -> None:
-    """sample-badost: 2048 private intervals (light), one shared band, 3 cover members."""
+    """sample-badost: 2048 private intervals (light), one shared band, and the cover."""
     j = job(example("sample-badost.darshan"))
     cs = covering_set(j)
     svg = covering_set_timeline(j, cs)
@@ -25,7 +25,9 @@ def test_timeline_draws_every_interval_and_the_cover() -> None:
     own = [i for i in cs.intervals if i.rank >= 0]
     assert paths_in(svg, "intervals") == len(own) == 2048
     assert paths_in(svg, "shared") == 1
-    assert paths_in(svg, "cover") == sum(c.interval.rank >= 0 for c in cs.cover) == 2
+    # the cover goes, stretch by stretch, to the file moving the most bytes and operations
+    # (`weighted_cover`): many private files share it, each drawn once
+    assert paths_in(svg, "cover") == sum(c.interval.rank >= 0 for c in cs.cover) > 2
     assert paths_in(svg, "cover-shared") == 1
 
 

@@ -178,7 +178,7 @@ class SerialisedAccess(ExpertRule):
         size = float(top.max()) + 1 if len(top) else 0.0
         k = stripe_count_for(size, ctx.ost_total, at_least=2)
         advice = _ADVICE.get(fs or "", _DEFAULT).format(
-            parallel=where, setstripe=setstripe(worst["path"], k)
+            parallel=where, setstripe=setstripe(job, worst["path"], k)
         )
         full = "fully " if worst["overlap_share"] == 0 else ""
         rec = (

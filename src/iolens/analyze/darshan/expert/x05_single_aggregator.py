@@ -181,7 +181,7 @@ class SingleAggregator(ExpertRule):
             f"{worst['path']} has one stripe, so ROMIO's Lustre driver gave its "
             f"{worst['collective_ops']:,} collective calls one aggregator and {who} moved "
             f"{worst['aggregator_share']:.0%} of its {human(worst['file_bytes'])}. Stripe it "
-            f"before it is created: `{setstripe(worst['path'], k)}` (or "
+            f"before it is created: `{setstripe(job, worst['path'], k)}` (or "
             f'`MPI_Info_set(info, "striping_factor", "{k}")` when MPI-IO creates it); '
             f"ROMIO then uses {k} aggregators."
         )
