@@ -166,6 +166,7 @@ def main() -> None:
     p.add_argument("--culprit-kib", type=int, default=4096)
     p.add_argument("--culprit-blocks", type=int, default=32)
     p.add_argument("--lead", type=float, default=1.0)
+    p.add_argument("--cs-cpu", type=float, default=0.0, help="cap the shared chunkserver's CPU")
     p.add_argument(
         "--capacity", type=float, default=1.0,
         help="slow the shared chunkserver this many times for the whole run (duty cycle)",
@@ -192,6 +193,24 @@ def main() -> None:
     print(json.dumps({k: v for k, v in out.items() if k not in ("rounds", "culprits")}))
 
 
+class CpuCap:
+    """The shared chunkserver held to `cpus` of CPU (cgroup v1 cpu quota): a server whose
+    throughput two jobs really share (each byte costs it CPU: checksums, copies), unlike a
+    duty cycle, which adds latency but leaves throughput to spare."""
+
+    def __init__(self, lab: Lab, cs: Any, cpus: float) -> None:
+        self.lab, self.cs = lab, cs
+        self.dir = lab._cgroup("cpu", cs)
+        period = 100_000
+        (self.dir / "cpu.cfs_period_us").write_text(str(period))
+        (self.dir / "cpu.cfs_quota_us").write_text(str(int(period * cpus)))
+        (self.dir / "cgroup.procs").write_text(str(cs.pid))
+
+    def stop(self) -> None:
+        (self.dir / "cpu.cfs_quota_us").write_text("-1")
+        self.lab._move_back("cpu", self.dir, self.cs.pid)
+
+
 def run_lab(args: argparse.Namespace, state: Path) -> dict[str, Any]:
     # The clients' caches would absorb the victim's writes (a 64 MiB job "wrote" in 0.1 s):
     # direct I/O and the smallest write buffer make each call wait for the chunkserver.
@@ -214,7 +233,9 @@ def run_lab(args: argparse.Namespace, state: Path) -> dict[str, Any]:
         # capacity the jobs really share, as the cluster suite's throttled disk is.
         cap = None
         try:
-            if args.capacity > 1:
+            if args.cs_cpu:
+                cap = CpuCap(lab, lab.chunkservers[args.server], args.cs_cpu)
+            elif args.capacity > 1:
                 cap = lab.slow_chunkserver(lab.chunkservers[args.server], args.capacity)
             rounds = run_rounds(args, lab, obs)
             time.sleep(150)  # the last chart minute, then the agents' next rounds
@@ -224,6 +245,7 @@ def run_lab(args: argparse.Namespace, state: Path) -> dict[str, Any]:
             obs.stop()
         out = analyse(obs, rounds)
         out["capacity"] = args.capacity
+        out["cs_cpu"] = args.cs_cpu
         return out
     finally:
         lab.stop_all()
