@@ -115,12 +115,23 @@ def run_rounds(args: argparse.Namespace, lab: Lab, obs: Observatory) -> list[dic
         c = result(culprit)
         for d in dirs.values():  # the shared chunkserver's disk is small (LAB_DISK_MB)
             shutil.rmtree(d, ignore_errors=True)
+        wait_free(cs.disk, need)
         rounds.append({"round": k, "alone": alone, "beside": beside, "culprit": c,
                        "victim": f"v{k}with", "culprit_job": f"c{k}"})  # fmt: skip
         print(f"round {k}: victim alone {io_time(alone):.1f} s, beside {io_time(beside):.1f} s,"
               f" culprit {io_time(c):.1f} s", flush=True)  # fmt: skip
         time.sleep(args.gap)
     return rounds
+
+
+def wait_free(disk: str | Path, need: int, timeout: float = 300) -> None:
+    """Until the chunkserver's disk has room for the next round: MooseFS frees an unlinked
+    file's chunks some time after the unlink, and a full chunkserver fails the writers."""
+    deadline = time.monotonic() + timeout
+    while shutil.disk_usage(disk).free < need / 0.9:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"lab_interference: {disk} still lacks {need >> 20} MiB free")
+        time.sleep(5)
 
 
 def score(rounds: list[dict[str, Any]], culprits: dict[str, list[dict[str, Any]]]) -> dict:
