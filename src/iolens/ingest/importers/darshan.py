@@ -35,7 +35,6 @@ This module runs the batch; the steps sit beside it: `darshan_context` (what the
 
 from __future__ import annotations
 
-import hashlib
 import re
 import time
 from collections.abc import Callable, Collection, Iterable
@@ -44,7 +43,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from iolens.errors import InputError, IolensError, reading
+from iolens.errors import InputError, IolensError
 from iolens.ingest.darshan_decode import EMPTY_LOG, DecoderPool
 from iolens.ingest.darshan_records import log_files
 from iolens.ingest.importers.darshan_context import SOURCE, ImportResult, LogContext
@@ -59,6 +58,7 @@ from iolens.ingest.importers.darshan_tables import (
     record_rows,
 )
 from iolens.ingest.importers.darshan_writer import GroupWriter, ParsedLog
+from iolens.ingest.importers.identity import content_key
 from iolens.ingest.uid_map import UidMap
 from iolens.model.darshan import DarshanJob
 from iolens.store.base import Store
@@ -69,15 +69,6 @@ from iolens.store.base import Store
 Analyzer = Callable[[DarshanJob], tuple[Collection[str], pa.Table]]
 
 _PID_IN_NAME = re.compile(r"_id\d+-(\d+)_")
-
-
-def content_key(path: Path) -> str:
-    """The log's identity: a hash of its bytes (the same log under two names loads once)."""
-    h = hashlib.blake2b(digest_size=16)
-    with reading(path), path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return f"{SOURCE}:{h.hexdigest()}"
 
 
 def import_logs(
@@ -168,7 +159,7 @@ def _prefetch(
     if nxt is None:
         return
     try:
-        keys[nxt] = content_key(nxt)
+        keys[nxt] = content_key(nxt, SOURCE)
     except InputError:
         return  # it fails in its turn
     if keys[nxt] != key and keys[nxt] not in writer.seen and not _known(store, keys[nxt]):
@@ -189,7 +180,7 @@ def _import_one(
     t0 = time.perf_counter()
     res = ImportResult(path, "failed")
     try:
-        res.log_key = keys.pop(path, None) or content_key(path)
+        res.log_key = keys.pop(path, None) or content_key(path, SOURCE)
         if res.log_key in writer.seen or _known(store, res.log_key):
             res.status = "skipped"
         else:

@@ -27,13 +27,12 @@ importing it again changes nothing.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
-from iolens.errors import reading
+from iolens.ingest.importers.identity import content_key
 from iolens.ingest.importers.sacct import to_utc
 from iolens.model.batch import Batch
 from iolens.model.rows import Columns
@@ -52,15 +51,6 @@ NOT_METADATA = frozenset(
 _Key = tuple[str, str]  # (kind, component)
 
 
-def content_key(path: Path) -> str:
-    """The database's identity: a hash of its bytes."""
-    h = hashlib.blake2b(digest_size=16)
-    with reading(path), path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return f"{SOURCE}:{h.hexdigest()}"
-
-
 def lmt_batch(path: Path, tz: tzinfo | None = None) -> Batch:
     """The database as one batch; `InputError` naming it when it is not an LMT database."""
     data = read_lmt(path)
@@ -70,7 +60,7 @@ def lmt_batch(path: Path, tz: tzinfo | None = None) -> Batch:
     rows.gauges(data)
     return Batch(
         source=f"{SOURCE}:{path}",
-        key=content_key(path),
+        key=content_key(path, SOURCE),
         components=Columns.from_rows("components", _components(data)),
         server_samples=Columns.from_rows("server_samples", rows.samples),
         metrics=Columns.from_rows("metrics", rows.metrics),
