@@ -119,9 +119,24 @@ def render(store: Store, job_id: str) -> str:
         figures.append(("Request sizes", size_bars(sizes)))
     figures += _darshan_figures(logs)
     factors = store.query("SELECT * FROM job_factors WHERE job_id = ?", [job_id]).to_pylist()
-    for f in job["findings"]:
-        f["doc"] = docs.get(f["code"])
+    job["findings"] = _documented(job["findings"], docs)
+    return _page(job, figures, logs, factors[0] if factors else None)
+
+
+def _documented(findings: list[dict[str, Any]], docs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The findings with their rule's documentation and their evidence as text."""
+    out = []
+    for f in findings:
+        f = dict(f, doc=docs.get(f["code"]))
         f["evidence_json"] = json.dumps(f["evidence"], indent=1, sort_keys=True, default=str)
+        out.append(f)
+    return out
+
+
+def _page(
+    job: dict[str, Any], figures: list[tuple[str, str]], logs: list[Any], factors: Any
+) -> str:
+    """The one report template, for a stored job and for logs diagnosed without a store."""
     return (
         _env()
         .get_template("report.html")
@@ -129,7 +144,7 @@ def render(store: Store, job_id: str) -> str:
             job=job,
             figures=figures,
             logs=logs,
-            factors=factors[0] if factors else None,
+            factors=factors,
             generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         )
     )
@@ -145,11 +160,7 @@ def render_darshan(diag: JobDiagnosis, titles: dict[str, str]) -> str:
     logs = [r.job for r in diag.logs]
     main = max(diag.logs, key=lambda r: r.bytes_read + r.bytes_written)
     exe = rep["exe"][0].split()[0].rsplit("/", 1)[-1] if rep["exe"] and rep["exe"][0] else None
-    findings = []
-    for f in rep["findings"]:
-        f = dict(f, doc=docs.get(f["code"]))
-        f["evidence_json"] = json.dumps(f["evidence"], indent=1, sort_keys=True, default=str)
-        findings.append(f)
+    findings = _documented(rep["findings"], docs)
     job = {
         "job_id": rep["job_id"],
         "app": exe,
@@ -169,17 +180,7 @@ def render_darshan(diag: JobDiagnosis, titles: dict[str, str]) -> str:
     if sizes and sum(sizes[1]) + sum(sizes[2]):
         figures.append(("Request sizes", size_bars(sizes)))
     figures += _darshan_figures(logs)
-    return (
-        _env()
-        .get_template("report.html")
-        .render(
-            job=job,
-            figures=figures,
-            logs=logs,
-            factors=main.factors,
-            generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        )
-    )
+    return _page(job, figures, logs, main.factors)
 
 
 def _counter_sizes(logs: list[Any]) -> tuple[list[str], list[float], list[float]] | None:
