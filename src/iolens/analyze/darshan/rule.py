@@ -9,11 +9,14 @@ ROMIO hints, HDF5 calls), and `gain` estimates what following it would buy.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from iolens.model.darshan import DarshanJob
 from iolens.model.finding import Finding
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -28,6 +31,14 @@ class RuleContext:
     #: the file system's OST count (bounds a striping recommendation)
     ost_total: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def per_job(self, key: str, job: DarshanJob, build: Callable[[], T]) -> T:
+        """What `build` makes of `job`, kept in `extra[key]` while the same job is asked
+        for: every rule of a family shares one analysis of the log."""
+        kept = self.extra.get(key)
+        if kept is None or getattr(kept, "job", None) is not job:
+            kept = self.extra[key] = build()
+        return kept  # type: ignore[no-any-return]
 
 
 class DarshanRule:

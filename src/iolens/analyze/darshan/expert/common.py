@@ -149,11 +149,7 @@ class Figures:
 
 def figures(job: DarshanJob, ctx: RuleContext) -> Figures:
     """The job's `Figures`, cached in `ctx.extra` for as long as the same job is asked for."""
-    f = ctx.extra.get(_KEY)
-    if not isinstance(f, Figures) or f.job is not job:
-        f = Figures(job, ctx)
-        ctx.extra[_KEY] = f
-    return f
+    return ctx.per_job(_KEY, job, lambda: Figures(job, ctx))
 
 
 def name_of(job: DarshanJob, rid: Any) -> str:

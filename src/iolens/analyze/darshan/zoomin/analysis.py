@@ -174,8 +174,4 @@ class ZoomIn:
 
 def zoom(job: DarshanJob, ctx: RuleContext) -> ZoomIn:
     """The job's analysis, cached in `ctx.extra` for as long as the same job is asked for."""
-    z = ctx.extra.get(_KEY)
-    if not isinstance(z, ZoomIn) or z.job is not job:
-        z = ZoomIn(job, ctx)
-        ctx.extra[_KEY] = z
-    return z
+    return ctx.per_job(_KEY, job, lambda: ZoomIn(job, ctx))
