@@ -38,6 +38,7 @@ EXAMPLES = Path(darshan.__file__).parent / "examples"
 SHARED = SHARED_DATA / "darshan-logs"
 GENERATED = SHARED_DATA / "darshan-logs-generated"
 GOLDEN = Path(__file__).resolve().parents[1] / "cases" / "import" / "darshan"
+MACSIO_LOG = "shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan"
 #: logs of the shared folder that are broken on purpose, and what their error says
 BROKEN = {"empty_log/empty_log.darshan": "empty Darshan log: no module data"}
 #: the generated stress logs the tests import (the 2 M-segment one is the benchmark's)
@@ -579,3 +580,65 @@ def test_shared_records_of_a_huge_job_stay_bounded(tmp_path, monkeypatch):
     assert rows < 600
     truth = _counter_truth([str(_LOG)])
     assert {k: getattr(rep, k) for k in truth} == truth
+
+
+# -- per-rank attribution of shared records (issue 21) ------------------------------------
+
+
+def _shared_counters(log: Path, module: str, prefix: str) -> Any:
+    """The log's shared records with bytes, read by PyDarshan (independent of iolens)."""
+    r = darshan.DarshanReport(str(log), read_all=False)
+    r.mod_read_all_records(module)
+    d = r.records[module].to_df()
+    c = d["counters"].join(d["fcounters"].drop(columns=["id", "rank"]))
+    c["path"] = c["id"].map(r.name_records)
+    c["bytes"] = c[f"{prefix}_BYTES_READ"] + c[f"{prefix}_BYTES_WRITTEN"]
+    return c[(c["rank"] == -1) & (c["bytes"] > 0)].set_index("path")
+
+
+def _rank_bytes(store: DuckDBStore, job: str, layer: str, path: str) -> dict[int, int]:
+    sql = (
+        "SELECT rank, sum(size * count)::BIGINT AS b FROM client_io JOIN files USING (file_id) "
+        f"WHERE job_id = '{job}' AND layer = '{layer}' AND path = '{path}' "
+        "AND op IN ('read', 'write') GROUP BY rank"
+    )
+    t = store.query(sql).to_pydict()
+    return dict(zip(t["rank"], t["b"], strict=True))
+
+
+def test_shared_file_bytes_go_to_the_ranks_darshan_names(examples_db):
+    """MACSio (16 ranks, no DXT): rank 0, the one aggregator, wrote 92.9 MB of the
+    94.4 MB shared HDF5 file. The stored rows give rank 0 and the fastest rank exactly
+    the bytes their counters hold, and the 1.5 MB left to the few ranks the byte variance
+    allows (an even split gave each of the 16 ranks 5.9 MB)."""
+    log = EXAMPLES / "example_logs" / MACSIO_LOG
+    truth = _shared_counters(log, "POSIX", "POSIX")
+    h5 = "/tmp/test/macsio_hdf5_000.h5"
+    rec = truth.loc[h5]
+    with _store(examples_db[0]) as store:
+        per = _rank_bytes(store, "29959", "posix", h5)
+    assert sum(per.values()) == rec["bytes"]
+    assert per[int(rec["POSIX_SLOWEST_RANK"])] == rec["POSIX_SLOWEST_RANK_BYTES"]
+    assert per[int(rec["POSIX_FASTEST_RANK"])] == rec["POSIX_FASTEST_RANK_BYTES"]
+    rest = [r for r in per if r not in (rec["POSIX_SLOWEST_RANK"], rec["POSIX_FASTEST_RANK"])]
+    assert 1 <= len(rest) < 14  # the variance allows 8 ranks, not the 14 others
+    # the variance the shares imply is the one Darshan measured (population, 16 ranks)
+    x = np.zeros(16)
+    for r, b in per.items():
+        x[r] = b
+    assert x.var() == pytest.approx(rec["POSIX_F_VARIANCE_RANK_BYTES"], rel=0.15)
+
+
+def test_an_op_count_is_not_a_process_count(examples_db):
+    """sample-badost (2,048 ranks): rank 0 alone wrote the 1,929 B of a shared stdio file
+    in 96 writes (STDIO_SLOWEST_RANK_BYTES = all of it). An even split over min(ops,
+    nprocs) ranks made 96 "processes" share it; the rows now name rank 0 only."""
+    log = EXAMPLES / "example_logs" / "sample-badost.darshan"
+    truth = _shared_counters(log, "STDIO", "STDIO")
+    lone = truth[truth["STDIO_SLOWEST_RANK_BYTES"] == truth["bytes"]]
+    assert len(lone)
+    job = str(darshan.DarshanReport(str(log), read_all=False).metadata["job"]["jobid"])
+    with _store(examples_db[0]) as store:
+        for path, rec in lone.iterrows():
+            per = _rank_bytes(store, job, "stdio", str(path))
+            assert per == {int(rec["STDIO_SLOWEST_RANK"]): int(rec["bytes"])}, path

@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from iolens.ingest.darshan_records import Block
 from iolens.ingest.importers.darshan_context import LogContext
+from iolens.ingest.importers.darshan_ranks import RankPlan
 from iolens.model.schema import CLIENT_IO
 
 #: most client rows one log's shared records are spread into (see `_spread`)
@@ -102,8 +103,9 @@ def _synthesize(
     """Rows that reproduce each record's op counts and bytes exactly.
 
     Per record and op: `count - 1` ops of the mean size rounded down, plus one op with the
-    rest of the bytes; shared records (rank -1: Darshan summed all ranks) are spread
-    evenly over the job's ranks, as that is all the counters say. Times are the record's
+    rest of the bytes. A shared record's (rank -1: Darshan summed all ranks) data goes to
+    the ranks its counters name (`darshan_ranks`); its metadata ops, and the data of a
+    record whose rank counters are missing, spread evenly (`_spread`). Times are the record's
     first-start / last-end timestamps of that kind of op; durations its cumulative
     read / write / metadata time, split in proportion to the op counts.
     """
@@ -153,14 +155,26 @@ def _synthesize(
         "rank": np.tile(b.ranks, k),
         "id": np.tile(b.ids, k),
     }
+    split = np.tile(np.arange(n), k)  # each row's record, for its rank split
     live = (it["count"] > 0) | (it["bytes"] > 0)
     if not live.any():
         return None
-    return _rows(ctx, layer.name, _spread(ctx, {name: v[live] for name, v in it.items()}))
+    it = {name: v[live] for name, v in it.items()}
+    data = (it["op"] == "read") | (it["op"] == "write")
+    ranked = data & (it["rank"] < 0)
+    plan = RankPlan.of(b, p, ctx.job.nprocs)
+    known = ranked & plan.known[split[live]]
+    parts = [_spread(ctx, {name: v[~known] for name, v in it.items()})]
+    if known.any():
+        parts.append(
+            plan.apply({name: v[known] for name, v in it.items()}, split[live][known], SPREAD_ROWS)
+        )
+    return _rows(ctx, layer.name, {name: np.concatenate([q[name] for q in parts]) for name in it})
 
 
 def _spread(ctx: LogContext, it: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """One share per rank: shared records (rank -1) over min(nprocs, ops) ranks, and over
+    """One share per rank: shared records (rank -1) over min(nprocs, ops) ranks (every
+    rank opened a shared file; for data, only where Darshan did not name the ranks), and over
     fewer (evenly spaced) when a huge job has many shared files, so a log stays within
     `SPREAD_ROWS` shares."""
     nprocs = max(ctx.job.nprocs, 1)
