@@ -32,7 +32,7 @@ from iolens.store import DuckDBStore
 #: Run by the child for `--baseline`: the old API (`sim.batches()`, one `load` each).
 BASELINE = """
 import json, sys, time
-from iolens.ingest import load
+from iolens.ingest.load import load
 from iolens.simulate import SimConfig, simulate
 from iolens.store import DuckDBStore
 t0 = time.perf_counter()

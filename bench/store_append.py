@@ -20,7 +20,8 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import median, table, timed
-from iolens.ingest import Batch, load
+from iolens.ingest.load import load
+from iolens.model.batch import Batch
 from iolens.model.schema import CLIENT_IO
 from iolens.store import DuckDBStore
 

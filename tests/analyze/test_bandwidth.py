@@ -20,9 +20,9 @@ import pytest
 
 from iolens.analyze import report
 from iolens.analyze.bandwidth import STREAMS, of_calls, of_darshan
-from iolens.ingest import load
 from iolens.ingest.darshan_reader import read_log
 from iolens.ingest.importers import darshan as imp
+from iolens.ingest.load import load
 from iolens.store import DuckDBStore
 from iolens.tracefile import batch_of, decode_dir
 from tests.conftest import SHARED_DATA, run_cli

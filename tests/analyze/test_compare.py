@@ -12,7 +12,7 @@ import pytest
 from iolens.analyze import compare as cmp
 from iolens.analyze.pipeline import analyze_jobs
 from iolens.errors import InputError, NotFound
-from iolens.ingest import load
+from iolens.ingest.load import load
 from iolens.simulate.engine import Engine, Fault
 from iolens.simulate.run import SimConfig, Simulation
 from iolens.simulate.topology import Topology
@@ -249,7 +249,7 @@ def test_links_from_infiniband_ports(tmp_path):
 
     import pyarrow as pa
 
-    from iolens.ingest import Batch
+    from iolens.model.batch import Batch
     from iolens.model.schema import COMPONENTS, JOBS, METRICS, SERVER_SAMPLES
 
     t0 = datetime(2025, 1, 1, 8)

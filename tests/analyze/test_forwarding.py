@@ -32,7 +32,7 @@ from iolens.collect.sources.iofwd import IofwdSource
 from iolens.collect.sources.lnet_router import LnetRouterSource
 from iolens.collect.sources.lustre_client import LustreClientSource
 from iolens.collect.sources.lustre_oss import LustreOssSource
-from iolens.ingest import load
+from iolens.ingest.load import load
 from iolens.model.schema import CLIENT_IO, FORWARDING, JOBS
 from iolens.parse.iofwd import ForwarderStats, Tally, render_tree
 from iolens.simulate.captures import Delta, advance_job_stats, advance_stats

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from iolens.analyze.jobs import service
-from iolens.ingest import load
+from iolens.ingest.load import load
 from iolens.model.batch import Batch
 from iolens.model.schema import CLIENT_IO, FILES, JOBS, METRICS, SERVER_SAMPLES
 from iolens.store import open_store

@@ -15,7 +15,7 @@ from iolens.analyze import report
 from iolens.analyze import topology as topo
 from iolens.analyze.components import analyze_components, component_gaps
 from iolens.analyze.components.low_bandwidth import LowBandwidth
-from iolens.ingest import load
+from iolens.ingest.load import load
 from iolens.model.batch import Batch
 from iolens.model.ids import file_id
 from iolens.model.schema import CLIENT_IO, COMPONENTS, FILES, FORWARDING, JOBS, SERVER_SAMPLES

@@ -92,6 +92,26 @@ def test_a_jobs_logs_are_one_diagnosis_with_each_finding_once() -> None:
         assert f["logs"] == sum(f["code"] in c for c in per_log), f["code"]
 
 
+def test_a_jobs_io_time_is_its_slowest_process_never_the_sum_of_its_logs() -> None:
+    """DLIO's 24 logs ran side by side (24 Python processes, all within 160 s): the job's
+    I/O time is what its slowest process spent (7.3 s), not the logs' sum the HTML page
+    showed (89 s: with more processes, more than the run), and its bandwidth is its bytes
+    over that time."""
+    got, res = _json(str(_need(DLIO)))
+    assert res.returncode == 0, res.stderr
+    (job,) = got["jobs"]
+    per_log = [log["io_time_s"] for log in job["logs"]]
+    assert max(per_log) <= job["io_time_s"] + 1e-9
+    assert job["io_time_s"] <= job["run_time_s"]
+    assert job["io_time_s"] == pytest.approx(max(per_log)) and sum(per_log) > 10 * max(per_log)
+    moved = job["bytes_read"] + job["bytes_written"]
+    assert job["bandwidth"]["bytes_per_s"] == pytest.approx(moved / job["io_time_s"])
+    for log in job["logs"]:  # each log's line is self-consistent too
+        if log["io_time_s"]:
+            b = log["bytes_read"] + log["bytes_written"]
+            assert log["bandwidth"] == pytest.approx(b / log["io_time_s"])
+
+
 def test_human_output_and_html(tmp_path: Path) -> None:
     log = _need(HDF5)
     page = tmp_path / "r.html"

@@ -71,3 +71,45 @@ def test_over_a_store_weather_comes_from_lmt_imported_later(tmp_path: Path) -> N
     assert row["job_id"] == job_id and row["datasize"] == 2 * 64 * 2**20
     res = run_cli("zoomin", "--db", str(db), "--job", "no-such-job")
     assert res.returncode == 2 and "no-such-job" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_importing_lmt_after_the_logs_diagnoses_them_again(tmp_path: Path) -> None:
+    """Two jobs imported before LMT; one started inside the database's five minutes (moved
+    there: no real log ran then). `iolens import lmt` diagnoses that one again, so its
+    stored factors and findings have the weather (not only what `zoomin` shows), and
+    leaves the other alone."""
+    db = tmp_path / "s.duckdb"
+    other = RELEASE / "mpi-io-test-x86_64-3.4.0.darshan"
+    res = run_cli("import", "darshan", str(_need(LOG)), str(other), "--db", str(db), "--json")
+    assert res.returncode == 0, res.stderr
+    start = datetime(2018, 1, 28, 8, 2, 0)  # 00:02 Pacific
+    inside = read_log(LOG).job_id
+    with DuckDBStore(db) as store:
+        store.execute('UPDATE darshan_logs SET "start" = ? WHERE job_id = ?', [start, inside])
+        before = {
+            r["job_id"]: r
+            for r in store.query(
+                "SELECT job_id, computed, oss_cpu_pct FROM job_factors"
+            ).to_pylist()
+        }
+        n_found = store.query("SELECT count(*) FROM findings WHERE subject_id = ?", [inside])
+    assert len(before) == 2 and before[inside]["oss_cpu_pct"] is None
+    res = run_cli(
+        "import", "lmt", str(_need(EDISON)), "--tz", "America/Los_Angeles", "--db", str(db),
+        "--json",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["darshan_jobs_rediagnosed"] == 1
+    with DuckDBStore(db) as store:
+        osts = sorted({int(o) for row in read_log(LOG).lustre["osts"] for o in row})
+        expected = weather_before(store, start, osts)
+        after = {r["job_id"]: r for r in store.query("SELECT * FROM job_factors").to_pylist()}
+        again = store.query("SELECT count(*) FROM findings WHERE subject_id = ?", [inside])
+    assert expected is not None
+    for k in ("oss_cpu_pct", "mds_cpu_pct", "ost_io_mb"):
+        assert after[inside][k] == pytest.approx(expected[k]), k
+    assert after[inside]["computed"] > before[inside]["computed"]
+    (other_id,) = set(after) - {inside}
+    assert after[other_id]["computed"] == before[other_id]["computed"]
+    assert after[other_id]["oss_cpu_pct"] is None
+    assert again.column(0).to_pylist() == n_found.column(0).to_pylist()  # replaced, not added

@@ -15,7 +15,7 @@ from iolens.collect.rates import WRAP, RateKeeper
 from iolens.collect.sources import SOURCES
 from iolens.collect.sources.node import NodeSource
 from iolens.errors import InputError
-from iolens.ingest import load
+from iolens.ingest.load import load
 from iolens.store import DuckDBStore
 from tests.conftest import run_cli
 

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from iolens.collect.replay import Replay
-from iolens.ingest import load
+from iolens.ingest.load import load
 from iolens.ingest.topology import load_topology
 from iolens.store import open_store
 

@@ -23,8 +23,8 @@ import pytest
 
 from iolens.collect.agent import Agent
 from iolens.collect.sources.tracer_spool import DEFAULT_DIR, TracerSpoolSource
-from iolens.ingest import load
 from iolens.ingest.http import IngestService
+from iolens.ingest.load import load
 from iolens.model.batch import Batch
 from iolens.model.schema import JOBS
 from iolens.ship.shipper import Backoff, Shipper

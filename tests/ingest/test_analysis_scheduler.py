@@ -168,7 +168,7 @@ def test_bad_alerts_config_stops_serve_before_it_listens(tmp_path):
 
 # -- the scheduler in-process --------------------------------------------------------------
 def _load(store: DuckDBStore, batch: Batch) -> None:
-    from iolens.ingest import load
+    from iolens.ingest.load import load
 
     load(store, batch)
 

@@ -21,13 +21,13 @@ import pyarrow as pa
 import pytest
 
 from iolens.analyze import report
-from iolens.ingest import load
 from iolens.ingest.darshan_merge import merge_segments
 from iolens.ingest.darshan_reader import DarshanLog, read_log
 from iolens.ingest.darshan_records import DXT_MODULES
 from iolens.ingest.importers import darshan as imp
 from iolens.ingest.importers import darshan_counters, darshan_dxt, sacct
 from iolens.ingest.importers.darshan_writer import combine_jobs
+from iolens.ingest.load import load
 from iolens.model.finding import Finding, findings_table
 from iolens.model.ids import file_id
 from iolens.store import DuckDBStore

@@ -17,9 +17,9 @@ import darshan
 import pytest
 
 from iolens.errors import InputError
-from iolens.ingest import load
 from iolens.ingest.importers import darshan as imp
 from iolens.ingest.importers import sacct
+from iolens.ingest.load import load
 from iolens.ingest.uid_map import UidMap, load_uid_map
 from iolens.present import html_report, views
 from iolens.store import DuckDBStore

@@ -17,8 +17,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from iolens.analyze.darshan.zoomin import weather_before
-from iolens.ingest import load
 from iolens.ingest.importers.lmt import lmt_batch
+from iolens.ingest.load import load
 from iolens.store import DuckDBStore
 from tests.conftest import SHARED_DATA
 from tests.golden import check_golden

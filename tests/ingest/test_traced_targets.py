@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from iolens.analyze.jobs.crosslayer import layer_series
-from iolens.ingest import load
+from iolens.ingest.load import load
 from iolens.ingest.traced_targets import BIN_S, target_rows
 from iolens.model.batch import Batch
 from iolens.model.schema import METRICS

@@ -11,7 +11,7 @@ import pytest
 
 from iolens.collect.config import AgentSection, site_server
 from iolens.errors import InputError, StoreError
-from iolens.ingest import load
+from iolens.ingest.load import load
 from iolens.model.batch import Batch
 from iolens.model.schema import JOBS, SERVER_SAMPLES
 from iolens.store import DuckDBStore

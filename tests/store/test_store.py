@@ -7,7 +7,8 @@ import pyarrow as pa
 import pytest
 
 from iolens.errors import InputError, StoreError
-from iolens.ingest import Batch, load
+from iolens.ingest.load import load
+from iolens.model.batch import Batch
 from iolens.model.schema import SCHEMA_VERSION, TABLES
 from iolens.store import DuckDBStore
 from iolens.store.migrations import LATEST

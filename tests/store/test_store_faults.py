@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from iolens.errors import StoreError
-from iolens.ingest import load
+from iolens.ingest.load import load
 from iolens.store import DuckDBStore
 from iolens.store.duckdb_store import DamagedStore
 from tests.conftest import run_cli

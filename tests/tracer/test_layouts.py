@@ -192,7 +192,7 @@ def test_layouts_can_be_turned_off(tracer_lib, fake_lustre, layouts_prog, tmp_pa
 def test_import_puts_layouts_in_the_files_table(
     tracer_lib, fake_lustre, layouts_prog, tmp_path: Path
 ):
-    from iolens.ingest import load
+    from iolens.ingest.load import load
     from iolens.store import open_store
     from iolens.tracefile import batch_of
 

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 from iolens.analyze import report
-from iolens.ingest import load
+from iolens.ingest.load import load
 from iolens.model.batch import Batch
 from iolens.model.schema import CLIENT_IO, JOBS
 from iolens.store import DuckDBStore, queries

@@ -1,6 +1,5 @@
-"""Ingest: the single path by which observations enter the store."""
+"""Ingest: the single path by which observations enter the store (`ingest.load.load`).
 
-from iolens.ingest.load import load
-from iolens.model.batch import Batch
-
-__all__ = ["Batch", "load"]
+Nothing is imported here: the store-free `iolens darshan` reads logs through
+`iolens.ingest.darshan_*` and must not pay for the loader's imports.
+"""

@@ -135,8 +135,11 @@ class Block:
 
 
 def _frame(ids: np.ndarray, ranks: np.ndarray, block: np.ndarray, names: list[str]) -> pd.DataFrame:
-    idx = pd.DataFrame({"id": ids, "rank": ranks})
-    return pd.concat([idx, pd.DataFrame(block, columns=names)], axis=1)
+    out = pd.concat([pd.DataFrame({"id": ids, "rank": ranks}), pd.DataFrame(block)], axis=1)
+    # plain object labels: pandas 3 makes string labels Arrow-backed, and every counter
+    # lookup by name then costs a few microseconds more (the rules make thousands)
+    out.columns = pd.Index(["id", "rank", *names], dtype=object)
+    return out
 
 
 def counter_names(module: str, fcounters: bool = False, special: str = "") -> list[str]:

@@ -9,15 +9,18 @@ counter), because that is what Darshan users, and Drishti, already reason in.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
 #: Modules whose records are per-file counter records (the rest are DXT traces,
 #: heatmaps, or per-process MPI/Cray summaries).
 COUNTER_MODULES = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR")
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -57,6 +60,21 @@ class DarshanJob:
     #: per-module partial flags and record counts, also for modules not loaded above
     module_info: dict[str, dict[str, Any]] = field(default_factory=dict)
     path: str = ""  # the log file it came from
+    #: what analyses derived from this log, by key (`derived`); not part of the log
+    _derived: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def derived(self, key: Any, build: Callable[[], T]) -> T:
+        """`build()`, once per key for this log: a diagnosis asks for the same normalised
+        records and rank loads from a dozen rules. A log is not changed once read
+        (`dataclasses.replace` makes a new one, with nothing derived yet)."""
+        if key not in self._derived:
+            self._derived[key] = build()
+        return self._derived[key]  # type: ignore[no-any-return]
+
+    def forget(self) -> None:
+        """Drop what was derived: for code that edits a log's counters in place (tests
+        that build a case from a real log)."""
+        self._derived.clear()
 
     def counters(self, module: str) -> pd.DataFrame:
         """The module's counter frame, or an empty frame when the log has no such module."""

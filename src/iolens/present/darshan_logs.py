@@ -16,11 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from iolens.errors import InputError
 from iolens.model.darshan import DarshanJob
 from iolens.model.finding import Finding
+
+if TYPE_CHECKING:
+    from iolens.analyze.bandwidth import Bandwidth
 
 SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
 
@@ -33,9 +36,13 @@ class LogResult:
     job: DarshanJob
     findings: list[Finding]
     factors: dict[str, Any]
-    io_time: float
+    bandwidth: Bandwidth  # the one definition (`analyze.bandwidth`), within the run time
     bytes_read: float
     bytes_written: float
+
+    @property
+    def io_time(self) -> float:
+        return self.bandwidth.io_time_s
 
 
 @dataclass
@@ -58,10 +65,30 @@ class JobDiagnosis:
         counted = [(f, int(f.evidence.get("occurrences", 1))) for f in merged]
         return sorted(counted, key=lambda fc: (SEVERITY_RANK[fc[0].severity], fc[0].code))
 
+    @property
+    def run_time(self) -> float:
+        """One log: Darshan's own run time; several: the span from first start to last end."""
+        jobs = [r.job for r in self.logs]
+        if len(jobs) == 1:
+            return float(jobs[0].run_time)
+        return (max(j.end for j in jobs) - min(j.start for j in jobs)).total_seconds()
+
+    @property
+    def bandwidth(self) -> Bandwidth:
+        """The job's one bandwidth over all its logs: logs that ran at the same time count
+        their slowest process, logs that ran one after the other add up; never more I/O
+        time than the run time (a sum over 24 concurrent logs was)."""
+        if len(self.logs) == 1:
+            return self.logs[0].bandwidth
+        from iolens.analyze.bandwidth import of_darshan
+
+        return of_darshan([r.job for r in self.logs]).clipped(self.run_time)
+
     def to_dict(self, titles: dict[str, str] | None = None) -> dict[str, Any]:
         """The JSON of `iolens darshan --json` for this job."""
         titles = titles or {}
         jobs = [r.job for r in self.logs]
+        bw = self.bandwidth
         return {
             "job_id": self.job_id,
             "uid": jobs[0].uid,
@@ -69,12 +96,11 @@ class JobDiagnosis:
             "nprocs": max(j.nprocs for j in jobs),
             "start": min(j.start for j in jobs),
             "end": max(j.end for j in jobs),
-            # one log: Darshan's own run time; several: the span from first start to last end
-            "run_time_s": jobs[0].run_time
-            if len(jobs) == 1
-            else (max(j.end for j in jobs) - min(j.start for j in jobs)).total_seconds(),
-            "bytes_read": sum(r.bytes_read for r in self.logs),
-            "bytes_written": sum(r.bytes_written for r in self.logs),
+            "run_time_s": self.run_time,
+            "bytes_read": bw.read_bytes,
+            "bytes_written": bw.write_bytes,
+            "io_time_s": bw.io_time_s,
+            "bandwidth": _bandwidth_dict(bw),
             "logs": [_log_dict(r) for r in self.logs],
             "findings": [
                 {**_finding_dict(f), "title": titles.get(f.code, f.name), "logs": n}
@@ -102,9 +128,18 @@ def _log_dict(r: LogResult) -> dict[str, Any]:
         "bytes_read": r.bytes_read,
         "bytes_written": r.bytes_written,
         "io_time_s": r.io_time,
-        "bandwidth": r.factors.get("bandwidth"),
+        "bandwidth": r.bandwidth.bw or None,
         "factors": {k: v for k, v in r.factors.items() if k not in ("job_id", "user", "app")},
         "findings": len(r.findings),
+    }
+
+
+def _bandwidth_dict(bw: Bandwidth) -> dict[str, Any]:
+    return {
+        "bytes_per_s": bw.bw or None,
+        "read_bytes_per_s": bw.read_bw or None,
+        "write_bytes_per_s": bw.write_bw or None,
+        "definition": bw.described(),
     }
 
 
@@ -128,16 +163,9 @@ def diagnose_log(path: Path, job: DarshanJob) -> LogResult:
     ctx = RuleContext()
     found = diagnose(job, ctx)
     z = zoom(job, ctx)  # what the zoom-in rules computed, cached in ctx
-    recs = z.records
-    return LogResult(
-        path,
-        job,
-        found,
-        z.factors,
-        z.io_time,
-        float(recs["bytes_read"].sum()) if len(recs) else 0.0,
-        float(recs["bytes_written"].sum()) if len(recs) else 0.0,
-    )
+    bw = z.bandwidth
+    # the bytes the bandwidth is of: each file's at the layer the application called
+    return LogResult(path, job, found, z.factors, bw, bw.read_bytes, bw.write_bytes)
 
 
 def read(path: Path) -> DarshanJob:

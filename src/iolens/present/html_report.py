@@ -171,7 +171,7 @@ def render_darshan(diag: JobDiagnosis, titles: dict[str, str]) -> str:
         "nprocs": rep["nprocs"],
         "read_bytes": rep["bytes_read"],
         "write_bytes": rep["bytes_written"],
-        "io_time_s": sum(r.io_time for r in diag.logs),
+        "io_time_s": rep["io_time_s"],
         "files": sum(len(r.job.names) for r in diag.logs),
         "findings": findings,
     }

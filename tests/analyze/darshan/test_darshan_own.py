@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import darshan
@@ -93,7 +94,7 @@ def test_a_darshan_log_file_in_the_records_is_not_the_applications_io():
     rid = next(k for k, v in j.names.items() if v.endswith("mpi-io-test.tmp.dat"))
     assert any("mpi-io-test.tmp.dat" in _text(f) for f in diagnose(j))  # the app's file
     own = "/home/u/darshan-logs/2022/6/1/u_mpi-io-test_id7-77_6-1-300-1234.darshan_partial"
-    renamed = DarshanJob(**{**j.__dict__, "names": {**j.names, rid: own}})
+    renamed = replace(j, names={**j.names, rid: own})
     view = application_view(renamed)
     assert rid not in set(view.counters("POSIX")["id"]) | set(view.counters("MPI-IO")["id"])
     assert not any("darshan_partial" in _text(f) for f in diagnose(renamed))

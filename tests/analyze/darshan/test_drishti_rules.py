@@ -80,6 +80,7 @@ def edit(j: DarshanJob, module: str, rows: Any = None, fc: bool = False, **value
     mask = rows(frame) if rows is not None else slice(None)
     for k, v in values.items():
         frame.loc[mask, k] = v
+    j.forget()  # the rules' records and rank loads of the unedited log
 
 
 # --- one trigger and one non-trigger per rule, on real logs --------------------------------

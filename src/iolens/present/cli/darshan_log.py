@@ -124,6 +124,13 @@ def _show(console: Console, job: dict[str, Any]) -> None:
             f"{human_bytes(log['bytes_written'])} · I/O time {log['io_time_s']:.3g} s · "
             f"{human_rate(log['bandwidth'])} (bytes / slowest rank's I/O time)"
         )
+    if len(logs) > 1:
+        lines.append(
+            f"job: read {human_bytes(job['bytes_read'])} · written "
+            f"{human_bytes(job['bytes_written'])} · I/O time {job['io_time_s']:.3g} s · "
+            f"{human_rate(job['bandwidth']['bytes_per_s'])} (logs that ran together count "
+            "their slowest process; logs that ran in turn add up)"
+        )
     found = job["findings"]
     table = Table.grid(padding=(0, 1))
     table.add_column(no_wrap=True)

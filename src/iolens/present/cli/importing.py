@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -97,6 +98,7 @@ def import_lmt(
 ) -> None:
     """Load LMT databases as OST, MDT, OSS and MDS samples (a database loaded before adds
     nothing); the zoom-in weather factors of Darshan jobs then come from them."""
+    from iolens.analyze.darshan.rediagnose import rediagnose, stale_weather
     from iolens.ingest.importers.lmt import lmt_batch
     from iolens.ingest.importers.sacct import timezone
     from iolens.ingest.load import load_many
@@ -106,10 +108,17 @@ def import_lmt(
     rows = {"components": 0, "server_samples": 0, "metrics": 0}
     with open_db(db, create=True) as store:
         counts = load_many(store, batches)
+        span = _span([b for b, c in zip(batches, counts, strict=True) if c])
+        redone = rediagnose(store, stale_weather(store, *span)) if span else 0
     for c in counts:
         for table in rows:
             rows[table] += c.get(table, 0)
-    summary = {"databases": len(paths), "skipped": sum(1 for c in counts if not c), **rows}
+    summary = {
+        "databases": len(paths),
+        "skipped": sum(1 for c in counts if not c),
+        **rows,
+        "darshan_jobs_rediagnosed": redone,
+    }
     if as_json:
         print(to_json(summary))
         return
@@ -117,4 +126,20 @@ def import_lmt(
         f"Imported {len(paths) - summary['skipped']} of {len(paths)} LMT database(s) "
         f"({rows['server_samples']:,} server samples, {rows['metrics']:,} metric rows, "
         f"{rows['components']} components); {summary['skipped']} already loaded."
+        + (f" Diagnosed {redone} Darshan job(s) again with this weather." if redone else "")
     )
+
+
+def _span(batches: list[Batch]) -> tuple[datetime, datetime] | None:
+    """First and last time stamp of the batches' server samples and metrics."""
+    import pyarrow.compute as pc
+
+    stamps = [
+        pc.min_max(t.column("ts"))
+        for b in batches
+        for name, t in b.tables().items()
+        if name in ("server_samples", "metrics") and t.num_rows
+    ]
+    if not stamps:
+        return None
+    return min(s["min"].as_py() for s in stamps), max(s["max"].as_py() for s in stamps)

@@ -55,8 +55,8 @@ def import_sacct(
     as_json: JsonOption = False,
 ) -> None:
     """Load Slurm accounting into the jobs table (a file already loaded adds nothing)."""
-    from iolens.ingest import load
     from iolens.ingest.importers import sacct
+    from iolens.ingest.load import load
 
     # sacct's --format allows widths (`JobName%30`); they do not change --parsable output.
     fields = (
@@ -110,7 +110,7 @@ class _StoreTransport:
 
     def send(self, payload: bytes) -> dict[str, object]:
         from iolens.errors import InputError
-        from iolens.ingest import load
+        from iolens.ingest.load import load
         from iolens.ship import wire
         from iolens.ship.transport import Rejected, TransportError
 

@@ -36,8 +36,8 @@ def _load_traces(
     op: str | None = None,
 ) -> dict[str, int]:
     from iolens.analyze.pipeline import analyze_jobs
-    from iolens.ingest import load
     from iolens.ingest.importers import trace
+    from iolens.ingest.load import load
 
     files = trace.spool_files(paths)
     totals = {"files": 0, "skipped": 0, "records": 0, "bad": 0}

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from iolens.analyze.bandwidth import Bandwidth, of_darshan
 from iolens.analyze.darshan.rule import RuleContext
 from iolens.analyze.darshan.zoomin import thresholds as th
 from iolens.analyze.darshan.zoomin.covering import CoveringSet, cover_files, covering_set
@@ -73,7 +74,13 @@ class ZoomIn:
             self.osts,
             self.ctx.weather,
             self.ctx.extra.get("nodes"),
+            bw=self.bandwidth,
         )
+
+    @cached_property
+    def bandwidth(self) -> Bandwidth:
+        """The job's one bandwidth (`analyze.bandwidth`), no time above the run time."""
+        return of_darshan([self.job]).clipped(self.job.run_time)
 
     @cached_property
     def io_time(self) -> float:

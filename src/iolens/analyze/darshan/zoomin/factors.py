@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from iolens.analyze.bandwidth import of_darshan
+from iolens.analyze.bandwidth import Bandwidth, of_darshan
 from iolens.analyze.darshan.zoomin.files import layouts
 from iolens.analyze.darshan.zoomin.records import data_records, dxt_bytes
 from iolens.model.darshan import DarshanJob
@@ -121,8 +121,15 @@ def _split(total: float, n: int, fixed: Mapping[int, float]) -> np.ndarray:
 
 
 def rank_load(job: DarshanJob, recs: pd.DataFrame | None = None) -> RankLoad:
-    """Per-rank load; shared records are apportioned as the module docstring says."""
-    recs = data_records(job) if recs is None else recs
+    """Per-rank load; shared records are apportioned as the module docstring says (of the
+    job's own records: built once per log, a copy for each caller)."""
+    if recs is None:
+        load = job.derived(("rank_load", id(job.dxt)), lambda: _rank_load(job, data_records(job)))
+        return RankLoad(*(a.copy() for a in (load.bytes, load.requests, load.time, load.meta)))
+    return _rank_load(job, recs)
+
+
+def _rank_load(job: DarshanJob, recs: pd.DataFrame) -> RankLoad:
     n = _nranks(job, recs)
     load = RankLoad(np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n))
     own = recs[recs["rank"] >= 0]
@@ -295,8 +302,10 @@ def factors_from(
     nodes: Sequence[str] | int | None = None,
     user: str | None = None,
     app: str | None = None,
+    bw: Bandwidth | None = None,
 ) -> dict[str, Any]:
     """`job_factors` from parts already computed (the rules' shared analysis has them)."""
+    bw = bw if bw is not None else of_darshan([job]).clipped(job.run_time)
     datasize = float(recs["bytes"].sum()) if len(recs) else 0.0
     lay = layouts(job)
     hist = _histogram(job)
@@ -306,7 +315,7 @@ def factors_from(
         "job_id": job.job_id,
         "user": user if user is not None else str(job.uid),
         "app": app if app is not None else app_name(job.exe),
-        "bandwidth": of_darshan([job]).bw or None,
+        "bandwidth": bw.bw or None,
         "datasize": datasize,
         "nprocs": float(job.nprocs),
         "nnodes": _f(node_count(job, nodes)),

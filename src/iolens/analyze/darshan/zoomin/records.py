@@ -131,8 +131,13 @@ def data_modules(job: DarshanJob) -> tuple[str, ...]:
 
 
 def data_records(job: DarshanJob, modules: tuple[str, ...] | None = None) -> pd.DataFrame:
-    """Every record of `modules` (default: `data_modules(job)`) in the normalised layout."""
+    """Every record of `modules` (default: `data_modules(job)`) in the normalised layout
+    (built once per log and modules; each caller gets its own copy to change)."""
     mods = data_modules(job) if modules is None else tuple(m for m in modules if job.has(m))
+    return job.derived(("data_records", mods), lambda: _records(job, mods)).copy()
+
+
+def _records(job: DarshanJob, mods: tuple[str, ...]) -> pd.DataFrame:
     frames = [_module_frame(job, m) for m in mods]
     frames = [f for f in frames if len(f)]
     if not frames:
