@@ -71,17 +71,7 @@ class RankPlan:
         than its ops; fewer when all rows would pass `cap`), evenly spaced among the
         ranks other than the two named ones. Durations follow the parts' time shares.
         """
-        c3 = np.zeros((len(rec), 3), np.int64)
-        b3 = np.zeros((len(rec), 3), np.int64)
-        order = np.argsort(rec, kind="stable")
-        bounds = np.flatnonzero(np.diff(rec[order])) + 1
-        for rows in np.split(order, bounds):
-            c, b = split_record(
-                it["count"][rows].tolist(),
-                it["bytes"][rows].tolist(),
-                self.part_bytes[rec[rows[0]]].tolist(),
-            )
-            c3[rows], b3[rows] = c, b
+        c3, b3 = self.split(it["count"], it["bytes"], rec)
         t3 = np.where(c3 > 0, self.tfrac[rec], 0.0)
         t3 /= np.maximum(t3.sum(1, keepdims=True), 1e-300)
         m = np.minimum(self.rest[rec], c3[:, REST])
@@ -110,6 +100,62 @@ class RankPlan:
             dur=out["dur"] * t3[row, part] / np.where(part == REST, mm, 1),
         )
         return out
+
+    def split(
+        self, cnt: np.ndarray, nbytes: np.ndarray, rec: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """`split_record` over all rows at once (a record has a read and/or a write row);
+        the few rows with fewer ops than parts with bytes go through `split_record`."""
+        if not len(rec):
+            return np.zeros((0, 3), np.int64), np.zeros((0, 3), np.int64)
+        order = np.argsort(rec, kind="stable")
+        r = rec[order]
+        first = np.r_[True, r[1:] != r[:-1]]
+        starts = np.flatnonzero(first)
+        grp = np.cumsum(first) - 1
+        live = np.add.reduceat(nbytes[order], starts)
+        parts = self.part_bytes[r[starts]]
+        want = _hamilton(live, _fractions(parts))
+        b3 = np.empty((len(r), 3), np.int64)
+        b3[first] = _hamilton(nbytes[order][first], _fractions(want))
+        b3[~first] = want[grp[~first]] - b3[starts[grp[~first]]]  # the other row: the rest
+        c = cnt[order]
+        need = (b3 > 0).sum(1)
+        c3 = (b3 > 0) * (c >= need)[:, None] + _hamilton(
+            np.maximum(c - need, 0), _fractions(np.where((b3 > 0).any(1)[:, None], b3, want[grp]))
+        )
+        odd = (c > 0) & (c < need)
+        odd |= np.r_[np.diff(grp) == 0, False] & np.r_[False, np.diff(grp) == 0]  # > 2 rows
+        for g in np.unique(grp[odd]):
+            rows = np.flatnonzero(grp == g)
+            cc, bb = split_record(c[rows].tolist(), nbytes[order][rows].tolist(), parts[g].tolist())
+            c3[rows], b3[rows] = cc, bb
+        out_c, out_b = np.empty_like(c3), np.empty_like(b3)
+        out_c[order], out_b[order] = c3, b3
+        return out_c, out_b
+
+
+def _fractions(w: np.ndarray) -> np.ndarray:
+    """Rows of weights as fractions; a row of zeros goes to the first part (the slowest)."""
+    tot = w.sum(1, keepdims=True)
+    return np.where(tot > 0, w / np.maximum(tot, 1), np.array([1.0, 0.0, 0.0]))
+
+
+def _hamilton(total: np.ndarray, frac: np.ndarray) -> np.ndarray:
+    """`_apportion` per row: integer parts of `total` in proportion to `frac` (rows of 3),
+    summing to `total` exactly."""
+    want = total[:, None] * frac
+    base = np.floor(want).astype(np.int64)
+    left = total - base.sum(1)
+    over = left < 0  # float rounding pushed a part up: take it back from the largest
+    if over.any():
+        big = np.argmax(base, 1)
+        base[np.flatnonzero(over), big[over]] += left[over]
+        left = np.maximum(left, 0)
+    order = np.argsort(-(want - base), axis=1, kind="stable")
+    place = np.empty_like(order)
+    np.put_along_axis(place, order, np.broadcast_to(np.arange(3), order.shape), 1)
+    return base + (place < left[:, None])
 
 
 def split_record(
