@@ -531,7 +531,8 @@ def _app_spans(rec: dict[str, np.ndarray]) -> tuple[tuple[float, float], tuple[i
     the MPI-IO calls when the job made them (they enclose the POSIX calls they cause, and
     are what an MPI program times), else the counted records. Data files are those the
     I/O mode looks at (MINOR_FILE_SHARE of the busiest file's bytes or more), so a log
-    line or a config read at another time does not stretch the span. Bytes are counted.
+    line or a config read at another time does not stretch the span. Bytes are those of
+    the same calls (at the MPI-IO layer: what the program asked for).
     """
     spans, nbytes = [], []
     data = rec["op"] <= 1
@@ -544,8 +545,10 @@ def _app_spans(rec: dict[str, np.ndarray]) -> tuple[tuple[float, float], tuple[i
     upper = rec["layer"] == CLIENT_LAYERS.index("mpiio")
     for code in (0, 1):
         m = (rec["op"] == code) & on_data
-        nbytes.append(int(size[m & counted].sum()))
         m = m & upper if (m & upper).any() else m & counted
+        # the bytes of the calls the span is taken over: an MPI job's MPI-IO bytes, not
+        # what its launcher read meanwhile (Open MPI's orted reads pci.ids, 2.7 MB a node)
+        nbytes.append(int(size[m].sum()))
         spans.append(float(rec["t1"][m].max() - rec["t0"][m].min()) if m.any() else 0.0)
     return (spans[0], spans[1]), (nbytes[0], nbytes[1])
 
