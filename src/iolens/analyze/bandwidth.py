@@ -359,6 +359,11 @@ def of_darshan(logs: Iterable[DarshanJob]) -> Bandwidth:
     return of_records(pd.concat(frames, ignore_index=True))
 
 
+def of_log(log: DarshanJob) -> Bandwidth:
+    """One log's bandwidth, with no time above its run time."""
+    return of_darshan([log]).clipped(log.run_time)
+
+
 # The same records straight from the store, for many jobs at once (the per-job report):
 # each value is looked up by its counter name in the module's name list.
 _STORE_SQL = """

@@ -37,8 +37,15 @@ class LogResult:
     findings: list[Finding]
     factors: dict[str, Any]
     bandwidth: Bandwidth  # the one definition (`analyze.bandwidth`), within the run time
-    bytes_read: float
-    bytes_written: float
+
+    # bytes and time of that definition: each file's at the layer the application called
+    @property
+    def bytes_read(self) -> int:
+        return self.bandwidth.read_bytes
+
+    @property
+    def bytes_written(self) -> int:
+        return self.bandwidth.write_bytes
 
     @property
     def io_time(self) -> float:
@@ -59,9 +66,7 @@ class JobDiagnosis:
         largest occurrence kept), then linked into causal chains again."""
         from iolens.analyze.darshan import chains
 
-        merged = chains.merge_repeated([f for log in self.logs for f in log.findings])
-        chains.link(merged)
-        chains.one_recommendation(merged)
+        merged = chains.merged(f for log in self.logs for f in log.findings)
         counted = [(f, int(f.evidence.get("occurrences", 1))) for f in merged]
         return sorted(counted, key=lambda fc: (SEVERITY_RANK[fc[0].severity], fc[0].code))
 
@@ -163,9 +168,7 @@ def diagnose_log(path: Path, job: DarshanJob) -> LogResult:
     ctx = RuleContext()
     found = diagnose(job, ctx)
     z = zoom(job, ctx)  # what the zoom-in rules computed, cached in ctx
-    bw = z.bandwidth
-    # the bytes the bandwidth is of: each file's at the layer the application called
-    return LogResult(path, job, found, z.factors, bw, bw.read_bytes, bw.write_bytes)
+    return LogResult(path, job, found, z.factors, z.bandwidth)
 
 
 def read(path: Path) -> DarshanJob:

@@ -55,11 +55,7 @@ def diagnose(job: DarshanJob, ctx: RuleContext | None = None) -> list[Finding]:
 def diagnose_job(logs: list[DarshanJob], ctx: RuleContext | None = None) -> list[Finding]:
     """The findings of one job read from several logs (one per executable run): each log
     diagnosed, then a finding raised by several logs merged into one with the count."""
-    found = [f for log in logs for f in diagnose(log, ctx)]
-    merged = chains.merge_repeated(found)
-    chains.link(merged)
-    chains.one_recommendation(merged)
-    return merged
+    return chains.merged(f for log in logs for f in diagnose(log, ctx))
 
 
 def merge_stored(store: Store, job_ids: list[str]) -> int:
@@ -75,11 +71,9 @@ def merge_stored(store: Store, job_ids: list[str]) -> int:
             [sorted(CODES)],
         ).to_pylist()
         found = [_stored(r) for r in rows]
-        merged = chains.merge_repeated(found)
+        merged = chains.merged(found)
         if len(merged) == len(found):
             return 0
-        chains.link(merged)
-        chains.one_recommendation(merged)
         store.execute(
             "DELETE FROM findings WHERE subject_kind = 'job' AND subject_id IN "
             "(SELECT job_id FROM _iolens_merge_jobs) AND code IN (SELECT unnest(?))",

@@ -200,3 +200,12 @@ def merge_repeated(findings: Iterable[Finding]) -> list[Finding]:
         keep.end = max((g.end for g in group if g.end is not None), default=keep.end)
         out.append(keep)
     return out
+
+
+def merged(findings: Iterable[Finding]) -> list[Finding]:
+    """A job's findings from several logs as one diagnosis: repeats merged (with the
+    count), then linked into chains again, one recommendation per chain."""
+    out = merge_repeated(findings)
+    link(out)
+    one_recommendation(out)
+    return out

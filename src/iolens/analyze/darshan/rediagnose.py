@@ -60,9 +60,7 @@ def rediagnose(store: Store, job_ids: list[str]) -> int:
             found += mine
         if row is None:
             continue
-        merged = chains.merge_repeated(found)
-        chains.link(merged)
-        chains.one_recommendation(merged)
+        merged = chains.merged(found)
         row["computed"] = datetime.now(UTC).replace(tzinfo=None)
         with store.transaction():
             store.execute(

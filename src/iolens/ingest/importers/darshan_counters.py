@@ -159,16 +159,14 @@ def _synthesize(
     live = (it["count"] > 0) | (it["bytes"] > 0)
     if not live.any():
         return None
-    it = {name: v[live] for name, v in it.items()}
+    it, split = {name: v[live] for name, v in it.items()}, split[live]
     data = (it["op"] == "read") | (it["op"] == "write")
-    ranked = data & (it["rank"] < 0)
     plan = RankPlan.of(b, p, ctx.job.nprocs)
-    known = ranked & plan.known[split[live]]
+    known = data & (it["rank"] < 0) & plan.known[split]
     parts = [_spread(ctx, {name: v[~known] for name, v in it.items()})]
     if known.any():
-        parts.append(
-            plan.apply({name: v[known] for name, v in it.items()}, split[live][known], SPREAD_ROWS)
-        )
+        shared = {name: v[known] for name, v in it.items()}
+        parts.append(plan.apply(shared, split[known], SPREAD_ROWS))
     return _rows(ctx, layer.name, {name: np.concatenate([q[name] for q in parts]) for name in it})
 
 

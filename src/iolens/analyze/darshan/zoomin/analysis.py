@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from iolens.analyze.bandwidth import Bandwidth, of_darshan
+from iolens.analyze.bandwidth import Bandwidth, of_log
 from iolens.analyze.darshan.rule import RuleContext
 from iolens.analyze.darshan.zoomin import thresholds as th
 from iolens.analyze.darshan.zoomin.covering import CoveringSet, cover_files, covering_set
@@ -80,7 +80,7 @@ class ZoomIn:
     @cached_property
     def bandwidth(self) -> Bandwidth:
         """The job's one bandwidth (`analyze.bandwidth`), no time above the run time."""
-        return of_darshan([self.job]).clipped(self.job.run_time)
+        return of_log(self.job)
 
     @cached_property
     def io_time(self) -> float:

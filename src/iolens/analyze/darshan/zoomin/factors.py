@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from iolens.analyze.bandwidth import Bandwidth, of_darshan
+from iolens.analyze.bandwidth import Bandwidth, of_log
 from iolens.analyze.darshan.zoomin.files import layouts
 from iolens.analyze.darshan.zoomin.records import data_records, dxt_bytes
 from iolens.model.darshan import DarshanJob
@@ -305,7 +305,7 @@ def factors_from(
     bw: Bandwidth | None = None,
 ) -> dict[str, Any]:
     """`job_factors` from parts already computed (the rules' shared analysis has them)."""
-    bw = bw if bw is not None else of_darshan([job]).clipped(job.run_time)
+    bw = bw if bw is not None else of_log(job)
     datasize = float(recs["bytes"].sum()) if len(recs) else 0.0
     lay = layouts(job)
     hist = _histogram(job)
