@@ -169,11 +169,25 @@ def _groups(t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
     end = -np.inf
     g = -1
     for i in order:
-        if t0[i] > end:
+        if t0[i] > end or g < 0:  # (a span without a start joins the last group)
             g += 1
         end = max(end, t1[i])
         out[i] = g
     return out
+
+
+def _reduce(op: np.ufunc, index: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """`op` (np.fmin, np.fmax: NaN-skipping) of `values` per `index` (0..max), NaN where
+    a group has no number, as pandas' groupby min/max gives."""
+    n = int(index.max()) + 1 if len(index) else 0
+    out = np.full(n, np.nan)
+    op.at(out, index, values)
+    return out
+
+
+def _known(x: np.ndarray) -> np.ndarray:
+    """NaN as 0, as a pandas sum skips it."""
+    return np.where(np.isnan(x), 0.0, x)
 
 
 def of_records(recs: pd.DataFrame, definition: str = DEFINITION) -> Bandwidth:
@@ -186,40 +200,35 @@ def of_records(recs: pd.DataFrame, definition: str = DEFINITION) -> Bandwidth:
     recs = outermost(recs)
     if not len(recs):
         return Bandwidth(0, 0, 0.0, 0.0, 0.0, "", definition)
-    spans = recs.groupby("group").agg(t0=("t0", "min"), t1=("t1", "max"))
-    merged = dict(
-        zip(
-            spans.index,
-            _groups(spans["t0"].to_numpy(float), spans["t1"].to_numpy(float)),
-            strict=True,
-        )
-    )
-    g = recs["group"].map(merged).to_numpy(np.int64)
+    # numpy rather than groupby: a log has few records, and pandas' per-call cost was most
+    # of this function's time in `iolens darshan LOG`
+    log = np.unique(recs["group"].to_numpy(), return_inverse=True)[1]
+    t0, t1 = recs["t0"].to_numpy(float), recs["t1"].to_numpy(float)
+    g = _groups(_reduce(np.fmin, log, t0), _reduce(np.fmax, log, t1))[log]
     # a merged group's wall time: no rank of it can have spent longer inside I/O calls
-    wall = pd.DataFrame({"g": g, "t0": recs["t0"], "t1": recs["t1"]}).groupby("g")
-    wall = (wall["t1"].max() - wall["t0"].min()).where(lambda w: w > 0)
+    wall = _reduce(np.fmax, g, t1) - _reduce(np.fmin, g, t0)
+    wall = np.where(wall > 0, wall, np.inf)
     rt, wt, mt = (recs[c].to_numpy(float) for c in ("read_time", "write_time", "meta_time"))
     shared = recs["process"].to_numpy() < 0
     total = rt + wt + mt
     slow = recs["slowest_time"].to_numpy(float)
     frac = np.divide(slow, total, out=np.zeros(len(total)), where=total > 0)
+    # each process of each log: its records' times add up; the slowest counts per group
+    keys = np.stack([g[~shared], log[~shared], recs["process"].to_numpy(np.int64)[~shared]])
+    proc = np.unique(keys, axis=1, return_inverse=True)[1].ravel()
+    proc_group = _reduce(np.fmax, proc, g[~shared].astype(float)).astype(np.int64)
     times = {"read": rt, "write": wt, "io": total}
     out: dict[str, float] = {}
     for name, t in times.items():
         # shared records: the slowest rank's time, in this direction's share of the file's
         per_shared = slow if name == "io" else t * frac
-        sh = pd.Series(np.where(shared, per_shared, 0.0)).groupby(g).sum()
-        own = pd.DataFrame(
-            {
-                "g": g[~shared],
-                "p": recs["group"].to_numpy()[~shared],
-                "r": recs["process"].to_numpy()[~shared],
-                "t": t[~shared],
-            }
-        )
-        slowest = own.groupby(["g", "p", "r"])["t"].sum().groupby(level="g").max()
-        per_group = sh.add(slowest, fill_value=0.0)
-        out[name] = float(per_group.clip(upper=wall.reindex(per_group.index)).sum())
+        per_group = np.bincount(g, _known(np.where(shared, per_shared, 0.0)))
+        if len(proc_group):
+            by_proc = np.bincount(proc, _known(t[~shared]))
+            slowest = np.full(len(per_group), -np.inf)
+            np.maximum.at(slowest, proc_group, by_proc)
+            per_group += np.where(np.isfinite(slowest), slowest, 0.0)
+        out[name] = float(np.minimum(per_group, wall).sum())
     layer = "+".join(sorted(set(recs["layer"]), key=_layer_order))
     return Bandwidth(
         int(recs["bytes_read"].sum()),

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from iolens.errors import InputError, IolensError
+from iolens.ingest.darshan_input import DECODE_TIMEOUT_S, last_words
 from iolens.ingest.darshan_reader import DarshanLog, stream_dxt
 from iolens.ingest.darshan_records import DXT_MODULES, MERGE_WINDOW, SEGMENT, DxtRecord
 from iolens.model.darshan import DarshanJob
@@ -39,18 +40,10 @@ from iolens.model.darshan import DarshanJob
 if TYPE_CHECKING:  # the pool's modules are imported by the pool: `darshan_fork` needs none
     from concurrent.futures import Future, ProcessPoolExecutor
 
-#: Seconds one log may take in the worker before it is killed (a library caught in a loop).
-DECODE_TIMEOUT_S = 600.0
-
-#: Why a log without module data is refused (by the importer and by `iolens darshan`).
-EMPTY_LOG = (
-    "empty Darshan log: no module data (Darshan recorded no I/O; instrumentation was "
-    "disabled or failed)"
-)
-
-#: What the worker imports before it forks: the reader and PyDarshan's library binding
-#: (`iolens import darshan` starts that process early with the same list).
-PRELOAD = ["iolens.ingest.darshan_decode", "darshan.backend.cffi_backend"]
+#: What the worker imports before it forks: the reader (`iolens import darshan` starts that
+#: process early with the same list). The library's binding loads in each worker in a few
+#: milliseconds (`darshan_binding`).
+PRELOAD = ["iolens.ingest.darshan_decode"]
 
 
 @dataclass
@@ -291,16 +284,6 @@ class DecoderPool:
             return last_words(self._stderr.read_bytes())
         except OSError:
             return ""
-
-
-def last_words(said: bytes) -> str:
-    """The library's (or the C runtime's) last stderr line, as a parenthesis."""
-    text = said.decode("utf-8", "replace")
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    if not lines:
-        return ""
-    last = lines[-1].removeprefix("python: ").removeprefix("/project/darshan-util/")
-    return f" (last message: {last[:300]})"
 
 
 def _death(procs: list[Any]) -> str:

@@ -7,6 +7,10 @@ numpy, pandas and libdarshan-util already loaded (milliseconds, not a second), r
 pool worker's `_decode`, merges DXT, and sends the `DarshanJob` back through a pipe. A
 crash of the library (a failed assertion, a double free, a segfault) costs only the
 child: the log fails with an `InputError` naming it, as in the importer.
+
+(A first child forked before those imports, importing them itself while the parent does
+the same, was measured: the two processes' imports slow each other on two cores, and the
+wall time did not change.)
 """
 
 from __future__ import annotations
@@ -19,12 +23,14 @@ import signal
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from iolens.errors import InputError
-from iolens.ingest.darshan_decode import DECODE_TIMEOUT_S, _decode, _Failed, last_words
-from iolens.ingest.darshan_reader import attach_dxt
-from iolens.ingest.darshan_records import backend
-from iolens.model.darshan import DarshanJob
+from iolens.ingest.darshan_input import DECODE_TIMEOUT_S, last_words
+
+if TYPE_CHECKING:
+    from iolens.ingest.darshan_decode import _Failed
+    from iolens.model.darshan import DarshanJob
 
 #: Exit status of a child that failed in Python before sending its log (a bug, not the log).
 _CHILD_FAILED = 70
@@ -47,6 +53,8 @@ class ForkedRead:
     def __init__(
         self, path: str | Path, *, dxt: bool = True, timeout_s: float = DECODE_TIMEOUT_S
     ) -> None:
+        from iolens.ingest.darshan_records import backend
+
         backend()  # loaded once here, inherited by every child
         self.path = Path(path)
         self.timeout_s = timeout_s
@@ -60,6 +68,8 @@ class ForkedRead:
         self._rfd = rfd
 
     def result(self) -> DarshanJob:
+        from iolens.ingest.darshan_decode import _Failed
+
         path = str(self.path)
         status: int | None = None
         try:
@@ -90,6 +100,9 @@ class ForkedRead:
 
 def _read(path: Path, dxt: bool) -> DarshanJob | _Failed:
     """In the child: the pool worker's `_decode`, then the frames and the merged DXT."""
+    from iolens.ingest.darshan_decode import _decode, _Failed
+    from iolens.ingest.darshan_reader import attach_dxt
+
     got = _decode(str(path), dxt)
     if isinstance(got, _Failed):
         return got
@@ -135,6 +148,9 @@ def _receive(fd: int, deadline: float) -> bytes:
 
 def _loads(data: bytes) -> DarshanJob | _Failed | None:
     """The child's answer; None when it died before sending all of it."""
+    from iolens.ingest.darshan_decode import _Failed
+    from iolens.model.darshan import DarshanJob
+
     try:
         got = pickle.loads(data) if data else None
     except Exception:

@@ -104,7 +104,7 @@ class DarshanLog:
         self.path = Path(path)
         self.source = str(self.path)
         b = backend()
-        self.ffi, self.lib = b.ffi, b.libdutil
+        self.ffi, self.lib = b.ffi, b.lib
         self._b = b
         self.handle: Any = None
         self._poisoned = False
@@ -267,7 +267,7 @@ class DarshanLog:
                 buf[0] = ffi.NULL
 
     def _struct(self, module: str) -> str | None:
-        t = self._b._structdefs.get(module)
+        t = self._b.structdefs.get(module)
         return t[:-3] if t else None
 
     def counters(self, module: str) -> Block:
@@ -303,7 +303,7 @@ class DarshanLog:
 
     def _swap_back(self, fc: np.ndarray, cnames: list[str], fnames: list[str]) -> np.ndarray:
         """POSIX fcounters with `_POSIX_UNSWAPPED`'s indices byte-swapped (see there)."""
-        lib = tuple(int(x) for x in re.findall(r"\d+", self._b.get_lib_version())[:2])
+        lib = tuple(int(x) for x in re.findall(r"\d+", self._b.lib_version())[:2])
         idx = [cnames.index(n) for n in _POSIX_UNSWAPPED if n in cnames]
         if lib > _UNSWAPPED_UNTIL or not idx or max(idx) >= len(fnames):
             return fc

@@ -6,15 +6,17 @@ so the importer and the merging code use them without opening a log.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from iolens.model.darshan import ModuleData
+
+if TYPE_CHECKING:
+    from iolens.ingest.darshan_binding import Binding
 
 #: Modules with fixed-size records read into counter frames (PyDarshan's struct names).
 FIXED_MODULES = (
@@ -36,33 +38,15 @@ DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
 #: One DXT segment as libdarshan-util lays it out (`struct segment_info`).
 SEGMENT = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
 
-#: The file name suffix Darshan gives its logs.
-SUFFIX = ".darshan"
-
 #: Segments decoded and merged per numpy pass: bounds memory on records of millions.
 MERGE_WINDOW = 1 << 16
 
 
-def log_files(paths: Iterable[Path]) -> list[Path]:
-    """Darshan logs under the given files or directories (recursively), in name order.
+def backend() -> Binding:
+    """libdarshan-util's binding, loaded when a log is first read (`darshan_binding`)."""
+    from iolens.ingest.darshan_binding import binding
 
-    A named file is taken whatever its suffix; a directory contributes its `*.darshan`
-    files. Missing paths are kept, so they fail as one entry of the batch.
-    """
-    found: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            found += sorted(x for x in p.rglob(f"*{SUFFIX}") if x.is_file())
-        else:
-            found.append(p)
-    return found
-
-
-def backend() -> Any:
-    """PyDarshan's cffi binding of libdarshan-util, loaded when a log is first read."""
-    import darshan.backend.cffi_backend as cffi_backend
-
-    return cffi_backend
+    return binding()
 
 
 @dataclass
@@ -143,9 +127,8 @@ def _frame(ids: np.ndarray, ranks: np.ndarray, block: np.ndarray, names: list[st
 
 
 def counter_names(module: str, fcounters: bool = False, special: str = "") -> list[str]:
-    b = backend()
     key = "BGQ" if module == "BG/Q" else module
-    return list(b.counter_names(key, fcounters, special) or [])
+    return backend().counter_names(key, fcounters, special)
 
 
 def fcounter_names(module: str) -> list[str]:

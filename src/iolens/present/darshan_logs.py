@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from iolens.errors import InputError
-from iolens.model.darshan import DarshanJob
-from iolens.model.finding import Finding
 
 if TYPE_CHECKING:
     from iolens.analyze.bandwidth import Bandwidth
+    from iolens.model.darshan import DarshanJob
+    from iolens.model.finding import Finding
 
 SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
 
@@ -179,7 +179,7 @@ def read(path: Path) -> DarshanJob:
 
 
 def _checked(path: Path, job: DarshanJob) -> DarshanJob:
-    from iolens.ingest.darshan_decode import EMPTY_LOG
+    from iolens.ingest.darshan_input import EMPTY_LOG
 
     if not job.module_info:
         raise InputError(str(path), EMPTY_LOG)

@@ -44,8 +44,8 @@ from typing import Any
 import pyarrow as pa
 
 from iolens.errors import InputError, IolensError
-from iolens.ingest.darshan_decode import EMPTY_LOG, DecoderPool
-from iolens.ingest.darshan_records import log_files
+from iolens.ingest.darshan_decode import DecoderPool
+from iolens.ingest.darshan_input import EMPTY_LOG, log_files
 from iolens.ingest.importers.darshan_context import SOURCE, ImportResult, LogContext
 from iolens.ingest.importers.darshan_counters import counter_io
 from iolens.ingest.importers.darshan_dxt import ClientRows, read_dxt

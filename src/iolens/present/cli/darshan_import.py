@@ -56,7 +56,8 @@ def import_darshan(
 
     owners = load_uid_map(uid_map) if uid_map is not None else None
     _start_decoder()
-    from iolens.ingest.importers.darshan import import_logs, log_files, summarize
+    from iolens.ingest.darshan_input import log_files
+    from iolens.ingest.importers.darshan import import_logs, summarize
 
     files = log_files(paths)
     if not files:
@@ -96,13 +97,13 @@ def import_darshan(
 
 def _start_decoder() -> None:
     """Start the process the Darshan decoding workers fork from now, so its imports (numpy,
-    pandas, PyDarshan: about a second) run while this process loads its own and opens the
+    pandas: about a second) run while this process loads its own and opens the
     store (`iolens.ingest.darshan_decode`; the module list is its `PRELOAD`)."""
     import multiprocessing
     from multiprocessing import forkserver
 
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["iolens.ingest.darshan_decode", "darshan.backend.cffi_backend"])
+    ctx.set_forkserver_preload(["iolens.ingest.darshan_decode"])
     forkserver.ensure_running()
 
 

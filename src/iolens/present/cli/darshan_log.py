@@ -45,7 +45,7 @@ def run(paths: Sequence[Path], as_json: bool = False, html: Path | None = None) 
     """Diagnose, show, write the HTML; the exit status (2 when a log could not be read).
     An `InputError` that stops everything (no log found, HTML not writable) is raised."""
     from iolens.errors import InputError
-    from iolens.ingest.darshan_records import log_files
+    from iolens.ingest.darshan_input import log_files
     from iolens.present.darshan_logs import diagnose_logs
 
     files = log_files(paths)

@@ -33,7 +33,7 @@ def zoomin(
     """The zoom-in paper's factors per job, their correlation with bandwidth (platform
     view) and the jobs of each application (application view)."""
     from iolens.errors import InputError
-    from iolens.ingest.darshan_records import log_files
+    from iolens.ingest.darshan_input import log_files
     from iolens.present.zoomin import rows_from_logs, rows_from_store, view
 
     failed: list[InputError] = []

@@ -111,6 +111,15 @@ def unrequested_reads(job: DarshanJob, ctx: RuleContext) -> pd.DataFrame:
     return out[out["reads"] > 0].drop(columns="rmw_seconds")
 
 
+def _dxt_reads(job: DarshanJob, zero: bool = False) -> int:
+    """POSIX reads DXT traced (merged runs counted by their reads); `zero`: of 0 bytes."""
+    d = job.dxt
+    if d is None or not len(d):
+        return 0
+    r = d[(d["module"] == "DXT_POSIX") & (d["op"] == "read") & ((d["length"] == 0) | (not zero))]
+    return int(r["count"].sum()) if "count" in r else len(r)
+
+
 class UnrequestedReads(ExpertRule):
     """Many reads that return nothing or that ROMIO adds to read-modify-write blocks.
 
@@ -138,6 +147,13 @@ class UnrequestedReads(ExpertRule):
     target = "developer"
 
     def check(self, job: DarshanJob, ctx: RuleContext) -> Finding | None:
+        c = job.counters("POSIX")
+        reads = int(col(c, "POSIX_READS").clip(lower=0).sum())
+        # at most: every read of the 0-100 byte bin, every 0-byte DXT read, and (under
+        # MPI-IO) every POSIX read; too few of those, and the per-file work is skipped
+        bound = col(c, "POSIX_SIZE_READ_0_100").clip(lower=0).sum() + _dxt_reads(job, zero=True)
+        if bound + (reads if job.has("MPI-IO") else 0) <= self.t(ctx, "ZERO_READS_MIN"):
+            return None
         files = unrequested_reads(job, ctx)
         if not len(files):
             return None
@@ -145,7 +161,6 @@ class UnrequestedReads(ExpertRule):
         if n <= self.t(ctx, "ZERO_READS_MIN"):
             return None
         seconds = float(files["seconds"].sum())
-        reads = int(col(job.counters("POSIX"), "POSIX_READS").clip(lower=0).sum())
         io = figures(job, ctx).app_io_time
         read_share = n / reads if reads else 0.0
         time_share = seconds / io if io > 0 else 0.0

@@ -47,8 +47,9 @@ def _activity(job: DarshanJob) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
         mod = "DXT_POSIX" if (dxt["module"] == "DXT_POSIX").any() else "DXT_MPIIO"
         names = job.names
         d = dxt[dxt["module"] == mod]
-        keep = np.array([names.get(int(i), "") not in STREAMS for i in d["id"]], dtype=bool)
-        d = d[keep]
+        files, row = np.unique(d["id"].to_numpy(np.uint64), return_inverse=True)
+        data = np.array([names.get(int(i), "") not in STREAMS for i in files], dtype=bool)
+        d = d[data[row.ravel()]] if len(files) else d
         return (
             d["start"].to_numpy(dtype=float),
             d["end"].to_numpy(dtype=float),
