@@ -21,9 +21,10 @@ import pyarrow as pa
 import pytest
 
 from iolens.analyze import report
+from iolens.ingest import darshan_merge
 from iolens.ingest.darshan_merge import merge_segments
 from iolens.ingest.darshan_reader import DarshanLog, read_log
-from iolens.ingest.darshan_records import DXT_MODULES
+from iolens.ingest.darshan_records import DXT_MODULES, SEGMENT, DxtRecord
 from iolens.ingest.importers import darshan as imp
 from iolens.ingest.importers import darshan_counters, darshan_dxt, sacct
 from iolens.ingest.importers.darshan_writer import combine_jobs
@@ -330,6 +331,75 @@ def test_merging_reproduces_every_segment(window):
     if window >= len(offs):
         assert runs["count"][0] == 50 and runs["stride"][0] == 4096  # contiguous -> one run
         assert runs["count"][1] == 30 and runs["stride"][1] == 10_000
+
+
+def _pieces_frame(parts: Iterator[dict[str, Any]]) -> Any:
+    return darshan_merge.dxt_frame(list(parts))
+
+
+def _random_records(rng: np.random.Generator, n: int) -> list[DxtRecord]:
+    """DXT records of 0-40 segments per op (some of a window or more), with runs to find:
+    equal sizes and strides, repeats, random jumps."""
+    recs = []
+    for i in range(n):
+        ops = {}
+        big = rng.random() < 0.05
+        for op in ("write", "read"):
+            k = int(rng.integers(0, 40)) + (
+                darshan_merge.MERGE_WINDOW if big and op == "write" else 0
+            )
+            segs = np.zeros(k, SEGMENT)
+            size = rng.choice([1, 8, 4096], k)
+            size[rng.random(k) < 0.7] = 4096
+            segs["length"] = size
+            step = np.where(rng.random(k) < 0.8, size, rng.integers(0, 10**6, k))
+            segs["offset"] = np.cumsum(step) - step
+            segs["start"] = np.sort(rng.uniform(0, 100, k))
+            segs["end"] = segs["start"] + rng.uniform(0, 0.1, k)
+            ops[op] = segs
+        rec = DxtRecord("DXT_POSIX", i, i % 4, f"h{i % 2}", len(ops["write"]), len(ops["read"]))
+        windows = {op: [a[j : j + darshan_merge.MERGE_WINDOW]
+                        for j in range(0, len(a), darshan_merge.MERGE_WINDOW)]
+                   for op, a in ops.items()}  # fmt: skip
+        rec._source = iter([(op, iter(w)) for op, w in windows.items()])
+        recs.append((rec, windows))
+    return recs
+
+
+def test_small_records_merged_together_give_each_records_own_runs():
+    """`merged_records` (many small records per numpy pass) is `merged_dxt` record by
+    record: the same runs in the same order, on random records and on every real log."""
+    rng = np.random.default_rng(11)
+    made = _random_records(rng, 400)
+    again = []
+    for rec, windows in made:
+        twin = DxtRecord(rec.module, rec.id, rec.rank, rec.hostname, rec.writes, rec.reads)
+        twin._source = iter([(op, iter(w)) for op, w in windows.items()])
+        again.append(twin)
+    one_by_one = _pieces_frame(p for rec, _ in made for p in darshan_merge.merged_dxt(rec))
+    together = _pieces_frame(darshan_merge.merged_records(again))
+    assert len(together) == len(one_by_one) > 400
+    assert together.equals(one_by_one)
+    logs = [
+        *(EXAMPLES / "example_logs").glob("*.darshan"),
+        *SHARED_DATA.glob("darshan-logs/**/*.darshan"),
+    ]
+    checked = 0
+    for path in logs:
+        try:
+            log = DarshanLog(path)
+        except Exception:
+            continue  # unreadable logs are other tests' business
+        with log:
+            for module in DXT_MODULES:
+                if module in log.modules:
+                    a = _pieces_frame(
+                        p for r in log.dxt(module) for p in darshan_merge.merged_dxt(r)
+                    )
+                    b = _pieces_frame(darshan_merge.merged_records(log.dxt(module)))
+                    assert (a is None and b is None) or a.equals(b), path
+                    checked += 1
+    assert checked >= 5
 
 
 def test_contiguous_dxt_merges_into_one_record(examples_db):

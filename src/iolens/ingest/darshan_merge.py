@@ -65,40 +65,50 @@ _NO = np.zeros(1, bool)
 
 
 def _merge_window(s: np.ndarray) -> dict[str, np.ndarray]:
+    return _runs(s, *_run_bounds(s))
+
+
+def _run_bounds(s: np.ndarray, breaks: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(first segment, segment count) of each run of `s`; `breaks[k]`: segment k starts a
+    new record, so no run crosses it (several records merged in one pass)."""
     off, ln = s["offset"], s["length"]
     n = len(s)
-    busy = s["end"] - s["start"]
     if n == 1:
-        first = np.zeros(1, np.int64)
-        counts = np.ones(1, np.int64)
-    else:
-        eq = ln[1:] == ln[:-1]  # eq[k]: segments k and k+1 have the same size
-        d = np.diff(off)  # d[k]: offset step from k to k+1
-        # c[k-1] for k in 1..n-2: segment k+1 continues the stride of k-1 -> k
-        c = eq[1:] & eq[:-1] & (d[1:] == d[:-1])
-        # maximal blocks of c (k = a..b) cover segments a-1 .. b+1
-        edge = np.diff(np.concatenate((_ZERO8, c.astype(np.int8), _ZERO8)))
-        a = np.flatnonzero(edge == 1) + 1  # first k of each block
-        b = np.flatnonzero(edge == -1)  # last k of each block
-        run_first = a - 1
-        run_last = b + 1
-        # a block starting right where the previous one ended gives up the shared segment
-        clash = np.concatenate((_NO, run_first[1:] == run_last[:-1]))
-        run_first = run_first + clash
-        cover = np.zeros(n + 1, np.int64)
-        np.add.at(cover, run_first, 1)
-        np.add.at(cover, run_last + 1, -1)
-        covered = np.cumsum(cover[:-1]) > 0
-        # uncovered segments pair up greedily along chains of equal sizes
-        free = ~covered
-        link = np.concatenate((_NO, free[1:] & free[:-1] & eq))
-        chain_start = free & ~link
-        idx = np.arange(n)
-        last_start = np.maximum.accumulate(np.where(chain_start, idx, 0))
-        starts = free & ((idx - last_start) % 2 == 0)
-        starts[run_first] = True
-        first = np.flatnonzero(starts)
-        counts = np.diff(np.append(first, n))
+        return np.zeros(1, np.int64), np.ones(1, np.int64)
+    eq = ln[1:] == ln[:-1]  # eq[k]: segments k and k+1 have the same size
+    if breaks is not None:
+        eq &= ~breaks[1:]
+    d = np.diff(off)  # d[k]: offset step from k to k+1
+    # c[k-1] for k in 1..n-2: segment k+1 continues the stride of k-1 -> k
+    c = eq[1:] & eq[:-1] & (d[1:] == d[:-1])
+    # maximal blocks of c (k = a..b) cover segments a-1 .. b+1
+    edge = np.diff(np.concatenate((_ZERO8, c.astype(np.int8), _ZERO8)))
+    a = np.flatnonzero(edge == 1) + 1  # first k of each block
+    b = np.flatnonzero(edge == -1)  # last k of each block
+    run_first = a - 1
+    run_last = b + 1
+    # a block starting right where the previous one ended gives up the shared segment
+    clash = np.concatenate((_NO, run_first[1:] == run_last[:-1]))
+    run_first = run_first + clash
+    cover = np.zeros(n + 1, np.int64)
+    np.add.at(cover, run_first, 1)
+    np.add.at(cover, run_last + 1, -1)
+    covered = np.cumsum(cover[:-1]) > 0
+    # uncovered segments pair up greedily along chains of equal sizes
+    free = ~covered
+    link = np.concatenate((_NO, free[1:] & free[:-1] & eq))
+    chain_start = free & ~link
+    idx = np.arange(n)
+    last_start = np.maximum.accumulate(np.where(chain_start, idx, 0))
+    starts = free & ((idx - last_start) % 2 == 0)
+    starts[run_first] = True
+    first = np.flatnonzero(starts)
+    return first, np.diff(np.append(first, n))
+
+
+def _runs(s: np.ndarray, first: np.ndarray, counts: np.ndarray) -> dict[str, np.ndarray]:
+    off, ln = s["offset"], s["length"]
+    n = len(s)
     last = first + counts - 1
     stride = np.where(counts > 1, off[np.minimum(first + 1, n - 1)] - off[first], ln[first])
     return {
@@ -108,7 +118,7 @@ def _merge_window(s: np.ndarray) -> dict[str, np.ndarray]:
         "count": counts,
         "start": s["start"][first],
         "end": s["end"][last],
-        "busy": np.add.reduceat(busy, first),
+        "busy": np.add.reduceat(s["end"] - s["start"], first),
     }
 
 
@@ -163,8 +173,52 @@ def dxt_frame(parts: list[dict[str, Any]]) -> pd.DataFrame | None:
 def merged_dxt(rec: DxtRecord) -> Iterator[dict[str, Any]]:
     """The merged runs of one DXT record, in pieces tagged for `dxt_frame` and the
     importer (module, rank, hostname, id, op)."""
-    tag = {"module": rec.module, "rank": rec.rank, "hostname": rec.hostname,
-           "id": np.uint64(rec.id)}  # fmt: skip
+    tag = _tag(rec)
     for op, windows in rec.ops():
         for runs in merge_runs(windows):
             yield {**tag, "op": op, **runs}
+
+
+def merged_records(recs: Iterable[DxtRecord]) -> Iterator[dict[str, Any]]:
+    """`merged_dxt` of each record in turn: the same runs in the same order. Records
+    smaller than a window are merged together, a window's worth of segments per numpy
+    pass: a log of many small records (one per file and rank) otherwise paid ~0.3 ms of
+    numpy call overhead per record."""
+    batch: list[tuple[dict[str, Any], np.ndarray]] = []
+    held = 0
+    for rec in recs:
+        if rec.writes + rec.reads >= MERGE_WINDOW:
+            yield from _merged_batch(batch)
+            batch, held = [], 0
+            yield from merged_dxt(rec)
+            continue
+        tag = _tag(rec)
+        for op, windows in rec.ops():  # consumed here, before the next record is read
+            for segs in windows:
+                if len(segs):
+                    batch.append(({**tag, "op": op}, segs))
+                    held += len(segs)
+        if held >= MERGE_WINDOW:
+            yield from _merged_batch(batch)
+            batch, held = [], 0
+    yield from _merged_batch(batch)
+
+
+def _merged_batch(batch: list[tuple[dict[str, Any], np.ndarray]]) -> Iterator[dict[str, Any]]:
+    """Each (tag, segments) of `batch` as one piece of runs, merged in one pass."""
+    if not batch:
+        return
+    segs = np.concatenate([s for _, s in batch])
+    starts = np.cumsum([0] + [len(s) for _, s in batch[:-1]])
+    breaks = np.zeros(len(segs), bool)
+    breaks[starts] = True
+    first, counts = _run_bounds(segs, breaks)
+    runs = _runs(segs, first, counts)
+    cuts = np.searchsorted(first, starts)  # each piece's first run
+    for (tag, _), a, b in zip(batch, cuts, [*cuts[1:], len(first)], strict=True):
+        yield {**tag, **{k: v[a:b] for k, v in runs.items()}}
+
+
+def _tag(rec: DxtRecord) -> dict[str, Any]:
+    return {"module": rec.module, "rank": rec.rank, "hostname": rec.hostname,
+            "id": np.uint64(rec.id)}  # fmt: skip

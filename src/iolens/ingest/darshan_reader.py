@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from iolens.errors import InputError
-from iolens.ingest.darshan_merge import dxt_frame, merged_dxt
+from iolens.ingest.darshan_merge import dxt_frame, merged_records
 from iolens.ingest.darshan_records import (
     AUTOPERF_MODULES,
     DXT_MODULES,
@@ -615,9 +615,14 @@ def attach_dxt(
     parts: list[dict[str, Any]] = []
     for module in DXT_MODULES:
         if module in modules:
-            n = 0
-            for rec in records(module):
-                n += 1
-                parts += list(merged_dxt(rec))
-            job.module_info[module]["records"] = n
+            info = job.module_info[module]
+            info["records"] = 0
+            parts += merged_records(_counted(records(module), info))
     job.dxt = dxt_frame(parts)
+
+
+def _counted(recs: Iterator[DxtRecord], info: dict[str, Any]) -> Iterator[DxtRecord]:
+    """`recs`, counted into `info["records"]` as they pass."""
+    for rec in recs:
+        info["records"] += 1
+        yield rec

@@ -3,15 +3,15 @@ log's client rows held until `DXT_CHUNK`, then streamed (the log spills)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from iolens.ingest.darshan_decode import Decoded
-from iolens.ingest.darshan_merge import dxt_frame, merged_dxt
-from iolens.ingest.darshan_records import DXT_MODULES
+from iolens.ingest.darshan_merge import dxt_frame, merged_records
+from iolens.ingest.darshan_records import DXT_MODULES, DxtRecord
 from iolens.ingest.importers.darshan_context import ImportResult, LogContext
 from iolens.ingest.importers.darshan_counters import LAYERS
 from iolens.model.schema import CLIENT_IO
@@ -59,40 +59,33 @@ def read_dxt(
         if not with_dxt:
             info["records"] = None  # not read (--no-dxt)
             continue
-        nrec = nseg = 0
+        info["records"] = info["segments"] = 0
         base, layer = _DXT_LAYER[module]
         nbytes: dict[tuple[int, str], int] = {}
-        for rec in log.dxt(module):
-            nrec += 1
-            nseg += rec.writes + rec.reads
-            if rec.hostname and rec.rank >= 0:
-                ctx.hosts.setdefault(rec.rank, rec.hostname)
-            for part in merged_dxt(rec):
-                op = part["op"]
-                # the layer that moved the file's bytes in that direction (see mpiio_owned)
-                emit = not info["partial"] and (rec.id in ctx.mpiio_data[op]) == (base == "MPI-IO")
-                n = len(part["count"])
-                if kept is not None:
-                    if kept_n + n <= DXT_KEEP:
-                        kept.append(part)
-                        kept_n += n
-                    else:
-                        kept = None
-                        res.notes.append(
-                            f"more than {DXT_KEEP:,} merged DXT runs: the diagnosis sees the "
-                            "counters only"
-                        )
-                if emit:
-                    moved = int((part["size"] * part["count"]).sum())
-                    nbytes[rec.id, op] = nbytes.get((rec.id, op), 0) + moved
-                    ctx.dxt_cov.setdefault((base, op), set()).add(rec.id)
-                    pending.append({**part, "layer": layer})
-                    pending_n += n
-                    if pending_n >= DXT_CHUNK:
-                        rows.add(_dxt_rows(ctx, pending))
-                        pending, pending_n = [], 0
-        info["records"] = nrec
-        info["segments"] = nseg
+        for part in merged_records(_seen(log.dxt(module), info, ctx.hosts)):
+            op, rid = part["op"], int(part["id"])
+            # the layer that moved the file's bytes in that direction (see mpiio_owned)
+            emit = not info["partial"] and (rid in ctx.mpiio_data[op]) == (base == "MPI-IO")
+            n = len(part["count"])
+            if kept is not None:
+                if kept_n + n <= DXT_KEEP:
+                    kept.append(part)
+                    kept_n += n
+                else:
+                    kept = None
+                    res.notes.append(
+                        f"more than {DXT_KEEP:,} merged DXT runs: the diagnosis sees the "
+                        "counters only"
+                    )
+            if emit:
+                moved = int((part["size"] * part["count"]).sum())
+                nbytes[rid, op] = nbytes.get((rid, op), 0) + moved
+                ctx.dxt_cov.setdefault((base, op), set()).add(rid)
+                pending.append({**part, "layer": layer})
+                pending_n += n
+                if pending_n >= DXT_CHUNK:
+                    rows.add(_dxt_rows(ctx, pending))
+                    pending, pending_n = [], 0
         _check_dxt(ctx, module, nbytes, res)
     if pending:
         rows.add(_dxt_rows(ctx, pending))
@@ -115,6 +108,18 @@ def _check_dxt(
             res.notes.append(
                 f"{module} has {got:,} bytes {op} for {ctx.path(rid)}, its counters {want:,}"
             )
+
+
+def _seen(
+    recs: Iterator[DxtRecord], info: dict[str, Any], hosts: dict[int, str]
+) -> Iterator[DxtRecord]:
+    """`recs` as they pass: counted into `info` (records, segments), hosts noted per rank."""
+    for rec in recs:
+        info["records"] += 1
+        info["segments"] += rec.writes + rec.reads
+        if rec.hostname and rec.rank >= 0:
+            hosts.setdefault(rec.rank, rec.hostname)
+        yield rec
 
 
 def _dxt_rows(ctx: LogContext, parts: list[dict[str, Any]]) -> pa.Table:
