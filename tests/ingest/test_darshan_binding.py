@@ -7,6 +7,7 @@ own cache directory, and reads a real log end to end."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -16,7 +17,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LOG = ROOT.parent / "shared/data/darshan-logs/release_logs/mpi-io-test-x86_64-3.5.0.darshan"
+#: A real log PyDarshan ships (found without importing PyDarshan into the test process)
+_SPEC = importlib.util.find_spec("darshan")
+LOG = Path(_SPEC.origin if _SPEC and _SPEC.origin else "/nonexistent").parent / (
+    "examples/example_logs/example.darshan"
+)
 
 #: Run in the child: what the binding gives, what PyDarshan's gives, and what was imported.
 PROBE = """

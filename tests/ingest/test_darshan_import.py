@@ -399,7 +399,7 @@ def test_small_records_merged_together_give_each_records_own_runs():
                     b = _pieces_frame(darshan_merge.merged_records(log.dxt(module)))
                     assert (a is None and b is None) or a.equals(b), path
                     checked += 1
-    assert checked >= 5
+    assert checked >= (5 if (SHARED_DATA / "darshan-logs").is_dir() else 3)  # PyDarshan's: 3
 
 
 def test_contiguous_dxt_merges_into_one_record(examples_db):

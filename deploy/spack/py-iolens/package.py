@@ -49,6 +49,7 @@ class PyIolens(PythonPackage):
         depends_on("py-scikit-learn@1.4:", type=("build", "run"))
         depends_on("py-pandas@2.1:", type=("build", "run"))
         depends_on("py-darshan@3.4:", type=("build", "run"))
+        depends_on("py-cffi@1.15:", type=("build", "run"))
         depends_on("py-jinja2@3.1:", type=("build", "run"))
         depends_on("py-matplotlib@3.8:", type=("build", "run"))
 
