@@ -204,6 +204,20 @@ def merged_records(recs: Iterable[DxtRecord]) -> Iterator[dict[str, Any]]:
     yield from _merged_batch(batch)
 
 
+def tallied(
+    recs: Iterable[DxtRecord], info: dict[str, Any], hosts: dict[int, str] | None = None
+) -> Iterator[DxtRecord]:
+    """`recs` as they pass, counted into a module's `info` ("records", "segments") and
+    each rank's host noted in `hosts`."""
+    info["records"] = info["segments"] = 0
+    for rec in recs:
+        info["records"] += 1
+        info["segments"] += rec.writes + rec.reads
+        if hosts is not None and rec.hostname and rec.rank >= 0:
+            hosts.setdefault(rec.rank, rec.hostname)
+        yield rec
+
+
 def _merged_batch(batch: list[tuple[dict[str, Any], np.ndarray]]) -> Iterator[dict[str, Any]]:
     """Each (tag, segments) of `batch` as one piece of runs, merged in one pass."""
     if not batch:

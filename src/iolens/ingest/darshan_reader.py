@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from iolens.errors import InputError
-from iolens.ingest.darshan_merge import dxt_frame, merged_records
+from iolens.ingest.darshan_merge import dxt_frame, merged_records, tallied
 from iolens.ingest.darshan_records import (
     AUTOPERF_MODULES,
     DXT_MODULES,
@@ -615,14 +615,5 @@ def attach_dxt(
     parts: list[dict[str, Any]] = []
     for module in DXT_MODULES:
         if module in modules:
-            info = job.module_info[module]
-            info["records"] = 0
-            parts += merged_records(_counted(records(module), info))
+            parts += merged_records(tallied(records(module), job.module_info[module]))
     job.dxt = dxt_frame(parts)
-
-
-def _counted(recs: Iterator[DxtRecord], info: dict[str, Any]) -> Iterator[DxtRecord]:
-    """`recs`, counted into `info["records"]` as they pass."""
-    for rec in recs:
-        info["records"] += 1
-        yield rec

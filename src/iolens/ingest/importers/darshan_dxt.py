@@ -3,15 +3,15 @@ log's client rows held until `DXT_CHUNK`, then streamed (the log spills)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from iolens.ingest.darshan_decode import Decoded
-from iolens.ingest.darshan_merge import dxt_frame, merged_records
-from iolens.ingest.darshan_records import DXT_MODULES, DxtRecord
+from iolens.ingest.darshan_merge import dxt_frame, merged_records, tallied
+from iolens.ingest.darshan_records import DXT_MODULES
 from iolens.ingest.importers.darshan_context import ImportResult, LogContext
 from iolens.ingest.importers.darshan_counters import LAYERS
 from iolens.model.schema import CLIENT_IO
@@ -59,10 +59,9 @@ def read_dxt(
         if not with_dxt:
             info["records"] = None  # not read (--no-dxt)
             continue
-        info["records"] = info["segments"] = 0
         base, layer = _DXT_LAYER[module]
         nbytes: dict[tuple[int, str], int] = {}
-        for part in merged_records(_seen(log.dxt(module), info, ctx.hosts)):
+        for part in merged_records(tallied(log.dxt(module), info, ctx.hosts)):
             op, rid = part["op"], int(part["id"])
             # the layer that moved the file's bytes in that direction (see mpiio_owned)
             emit = not info["partial"] and (rid in ctx.mpiio_data[op]) == (base == "MPI-IO")
@@ -108,18 +107,6 @@ def _check_dxt(
             res.notes.append(
                 f"{module} has {got:,} bytes {op} for {ctx.path(rid)}, its counters {want:,}"
             )
-
-
-def _seen(
-    recs: Iterator[DxtRecord], info: dict[str, Any], hosts: dict[int, str]
-) -> Iterator[DxtRecord]:
-    """`recs` as they pass: counted into `info` (records, segments), hosts noted per rank."""
-    for rec in recs:
-        info["records"] += 1
-        info["segments"] += rec.writes + rec.reads
-        if rec.hostname and rec.rank >= 0:
-            hosts.setdefault(rec.rank, rec.hostname)
-        yield rec
 
 
 def _dxt_rows(ctx: LogContext, parts: list[dict[str, Any]]) -> pa.Table:

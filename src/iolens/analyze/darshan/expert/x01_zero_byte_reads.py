@@ -55,18 +55,32 @@ def zero_reads_counters(job: DarshanJob) -> pd.DataFrame:
 def zero_reads_dxt(job: DarshanJob) -> pd.DataFrame:
     """Per file id: reads of 0 bytes DXT traced (`zero`) and their duration (`seconds`;
     a merged run's span, an upper bound when it holds several reads)."""
-    d = job.dxt
-    if d is None or not len(d):
+    z = _zero_dxt(job)
+    if z is None:
         return pd.DataFrame(columns=["zero", "seconds"], dtype=float)
-    z = d[(d["module"] == "DXT_POSIX") & (d["op"] == "read") & (d["length"] == 0)]
     frame = pd.DataFrame(
         {
             "id": z["id"].to_numpy(np.uint64),
-            "zero": z["count"].to_numpy(np.int64) if "count" in z else np.ones(len(z), np.int64),
+            "zero": _reads(z),
             "seconds": (z["end"] - z["start"]).clip(lower=0).to_numpy(float),
         }
     )
     return frame.groupby("id")[["zero", "seconds"]].sum()
+
+
+def _zero_dxt(job: DarshanJob) -> pd.DataFrame | None:
+    """The DXT runs of POSIX reads that returned 0 bytes (None without DXT)."""
+    d = job.dxt
+    if d is None or not len(d):
+        return None
+    return d[(d["module"] == "DXT_POSIX") & (d["op"] == "read") & (d["length"] == 0)]
+
+
+def _reads(runs: pd.DataFrame) -> np.ndarray:
+    """Reads per DXT row: a merged run holds `count` of them."""
+    if "count" in runs:
+        return runs["count"].to_numpy(np.int64)
+    return np.ones(len(runs), np.int64)
 
 
 def unrequested_reads(job: DarshanJob, ctx: RuleContext) -> pd.DataFrame:
@@ -111,15 +125,6 @@ def unrequested_reads(job: DarshanJob, ctx: RuleContext) -> pd.DataFrame:
     return out[out["reads"] > 0].drop(columns="rmw_seconds")
 
 
-def _dxt_reads(job: DarshanJob, zero: bool = False) -> int:
-    """POSIX reads DXT traced (merged runs counted by their reads); `zero`: of 0 bytes."""
-    d = job.dxt
-    if d is None or not len(d):
-        return 0
-    r = d[(d["module"] == "DXT_POSIX") & (d["op"] == "read") & ((d["length"] == 0) | (not zero))]
-    return int(r["count"].sum()) if "count" in r else len(r)
-
-
 class UnrequestedReads(ExpertRule):
     """Many reads that return nothing or that ROMIO adds to read-modify-write blocks.
 
@@ -151,7 +156,9 @@ class UnrequestedReads(ExpertRule):
         reads = int(col(c, "POSIX_READS").clip(lower=0).sum())
         # at most: every read of the 0-100 byte bin, every 0-byte DXT read, and (under
         # MPI-IO) every POSIX read; too few of those, and the per-file work is skipped
-        bound = col(c, "POSIX_SIZE_READ_0_100").clip(lower=0).sum() + _dxt_reads(job, zero=True)
+        z = _zero_dxt(job)
+        bound = col(c, "POSIX_SIZE_READ_0_100").clip(lower=0).sum()
+        bound += int(_reads(z).sum()) if z is not None else 0
         if bound + (reads if job.has("MPI-IO") else 0) <= self.t(ctx, "ZERO_READS_MIN"):
             return None
         files = unrequested_reads(job, ctx)
