@@ -10,7 +10,8 @@ import pyarrow as pa
 
 from iolens import __version__
 from iolens.analyze import report as job_report
-from iolens.analyze.findings import JOB_RULES
+from iolens.analyze import savings
+from iolens.analyze.findings import JOB_RULES, JobRule
 from iolens.analyze.jobreport import JobReport
 from iolens.analyze.jobs import diagnose_jobs
 from iolens.errors import IolensError
@@ -54,10 +55,11 @@ def analyze_jobs(
     failed: list[tuple[str, str, str]] = []  # (job, analysis, error)
     now = datetime.now(UTC).replace(tzinfo=None)
     reports = _diagnosed(store, job_ids, reports, everything, failed)
+    box: list[dict[str, object] | None] = []  # the IO500 box, read once when first needed
     for rep in reports:
         job_id = rep.job_id
         rep.series = None
-        mine: list[Finding] = []
+        mine: list[tuple[JobRule, Finding]] = []
         for rule in rules:
             try:
                 f = rule.check(rep)
@@ -66,8 +68,12 @@ def analyze_jobs(
                 log.warning("rule %s failed on job %s: %s", rule.code, job_id, _why(exc))
                 continue
             if f is not None:
-                mine.append(f)
-        found += mine
+                mine.append((rule, f))
+        if mine:
+            if not box:
+                box.append(savings.io500_box(store))
+            _estimate(store, rep, mine, box[0], failed)
+        found += [f for _r, f in mine]
         summary = {k: getattr(rep, k) for k in JOB_SUMMARIES.names if hasattr(rep, k)}
         summaries.append({**summary, "findings": len(mine), "analyzed": now})
         if on_job:
@@ -107,6 +113,28 @@ def analyze_jobs(
         for j in sorted({j for j, a, _e in failed if a in _WHOLE}):
             on_job(j)
     return found
+
+
+def _estimate(
+    store: Store,
+    rep: JobReport,
+    mine: list[tuple[JobRule, Finding]],
+    box: dict[str, object] | None,
+    failed: list[tuple[str, str, str]],
+) -> None:
+    """Each finding's saving into its `gain`, and the findings ordered by it (largest
+    first); a model that fails costs that estimate only."""
+    ctx = savings.context(store, rep, box)
+    for rule, f in mine:
+        try:
+            s = rule.saving(f, rep, ctx)
+        except Exception as exc:
+            failed.append((rep.job_id, f"{rule.code} saving", _why(exc)))
+            log.warning("saving of %s failed on job %s: %s", rule.code, rep.job_id, _why(exc))
+            continue
+        if s is not None:
+            f.gain = {**(f.gain or {}), **s.gain(ctx.cores)}
+    mine.sort(key=lambda rf: -float((rf[1].gain or {}).get("seconds") or -1.0))
 
 
 #: Failures that leave the job without a summary (a rule's failure does not).

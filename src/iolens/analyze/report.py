@@ -371,7 +371,8 @@ def _topology_gaps(
 _FINDINGS_SQL = (
     'SELECT code, name, severity, subject_kind, subject_id, "start", "end", evidence, '
     "recommendation, target, gain FROM findings {join} WHERE subject_kind = 'job' "
-    "ORDER BY CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END, code"
+    "ORDER BY TRY_CAST(json_extract_string(gain, '$.seconds') AS DOUBLE) DESC NULLS LAST, "
+    "CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END, code"
 )
 
 

@@ -230,7 +230,8 @@ def findings_for(store: Store, subject_kind: str, subject_id: str) -> list[dict[
     rows = store.query(
         'SELECT code, name, severity, subject_kind, subject_id, "start", "end", evidence, '
         "recommendation FROM findings WHERE subject_kind = ? AND subject_id = ? "
-        "ORDER BY CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END, code",
+        "ORDER BY TRY_CAST(json_extract_string(gain, '$.seconds') AS DOUBLE) DESC NULLS LAST, "
+        "CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END, code",
         [subject_kind, subject_id],
     ).to_pylist()
     for r in rows:

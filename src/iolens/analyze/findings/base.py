@@ -1,9 +1,10 @@
 """The findings contract: one rule per file, each with a stable code.
 
-A rule looks at a `JobReport` and returns a `Finding` (`iolens.model.finding`) or None.
-Its class docstring has three parts (Symptom / Why it hurts / What to do) that the docs
-and the UI show; evidence is data (numbers a person can check), not prose. Sites silence
-codes in their config.
+A rule looks at a `JobReport` and returns a `Finding` (`iolens.model.finding`) or None,
+and says what its fix would save (`saving`, from the model in `iolens.analyze.savings`):
+findings are ordered by that. Its class docstring has three parts (Symptom / Why it
+hurts / What to do) that the docs and the UI show; evidence is data (numbers a person can
+check), not prose. Sites silence codes in their config.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from iolens.analyze.jobreport import JobReport
+from iolens.analyze.savings import Context, Saving
 from iolens.model.finding import Finding
 
 GiB = 2**30
@@ -26,6 +28,10 @@ class JobRule:
 
     def check(self, report: JobReport) -> Finding | None:
         raise NotImplementedError
+
+    def saving(self, finding: Finding, report: JobReport, ctx: Context) -> Saving | None:
+        """The time the recommended fix would save; None when the evidence says nothing."""
+        return None
 
     def finding(
         self,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from iolens.analyze.findings.base import GiB, JobRule
 from iolens.analyze.jobreport import JobReport
+from iolens.analyze.savings import Context, Saving, data_time, faster, rate
 from iolens.model.finding import Finding
 
 MIN_PROCS = 32
@@ -41,3 +42,28 @@ class N1SharedFile(JobRule):
             "(MPI-IO collective I/O, e.g. romio_cb_write=enable with cb_nodes set) so one "
             "process per group writes its own file.",
         )
+
+    def saving(self, finding: Finding, report: JobReport, ctx: Context) -> Saving | None:
+        """Shared-file data time at the job's rate, against the same bytes at up to the
+        rate of file-per-process I/O: IO500's easy/hard ratio on this system (its hard
+        case is small unaligned writes to one shared file), capped by the capacity of
+        what served the job."""
+        t, nbytes = data_time(report), report.read_bytes + report.write_bytes
+        if t <= 0 or nbytes <= 0:
+            return None
+        cap = ctx.capacity
+        now = nbytes / t
+        limits = [cap.ceiling()]
+        if cap.easy_bw and cap.hard_bw:
+            limits.append(now * cap.easy_bw / cap.hard_bw)
+        best = min((x for x in limits if x), default=None)
+        if best is None:
+            return None
+        est, lo, hi = faster(t, nbytes, now, max(best, now))
+        return Saving(
+            est, lo, hi,
+            f"{nbytes / 2**30:.1f} GiB in {t:.0f} s ({rate(now)}) through shared files, "
+            f"against up to {rate(best)} for file-per-process or N-M I/O "
+            f"({cap.describe()})",
+            {"data_time_s": round(t, 1), "bytes": nbytes, "bw": now, "best_bw": best},
+        )  # fmt: skip

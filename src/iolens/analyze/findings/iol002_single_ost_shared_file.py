@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from iolens.analyze.findings.base import GiB, JobRule
 from iolens.analyze.jobreport import JobReport
+from iolens.analyze.savings import TARGET_STRIPES, Context, Saving, data_time, faster, rate
 from iolens.model.finding import Finding
 from iolens.model.mounts import is_lustre_target
 
@@ -44,3 +45,27 @@ class SingleOstSharedFile(JobRule):
             f"on the single OST {worst['osts'][0]}; stripe it over more OSTs: "
             "`lfs setstripe -c -1 <dir>` before the file is created.",
         )
+
+    def saving(self, finding: Finding, report: JobReport, ctx: Context) -> Saving | None:
+        """The hot files' share of the data time, at up to TARGET_STRIPES times the rate
+        (one OST's bandwidth per stripe), capped by one OST's peak per stripe and the
+        forwarders' and IO500's limits (the OST sum is no limit: the fix changes it)."""
+        t, total = data_time(report), report.read_bytes + report.write_bytes
+        hot = sum(f["bytes"] for f in finding.evidence["files"])
+        if t <= 0 or total <= 0 or hot <= 0:
+            return None
+        t_hot = t * min(hot / total, 1.0)
+        now = hot / t_hot
+        cap = ctx.capacity
+        limits = [now * TARGET_STRIPES, cap.ceiling(with_osts=False)]
+        if cap.ost_peak:
+            limits.append(cap.ost_peak * TARGET_STRIPES)
+        best = min(x for x in limits if x)
+        est, lo, hi = faster(t_hot, hot, now, max(best, now))
+        return Saving(
+            est, lo, hi,
+            f"{hot / 2**30:.1f} GiB on one OST each in about {t_hot:.0f} s ({rate(now)}), "
+            f"against up to {rate(best)} striped over {TARGET_STRIPES} OSTs "
+            f"({cap.describe(with_osts=False)})",
+            {"data_time_s": round(t_hot, 1), "bytes": hot, "bw": now, "best_bw": best},
+        )  # fmt: skip

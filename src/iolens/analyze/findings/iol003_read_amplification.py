@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from iolens.analyze.findings.base import GiB, JobRule
 from iolens.analyze.jobreport import JobReport
+from iolens.analyze.savings import Context, Saving, saving_of
 from iolens.model.finding import Finding
 
 MIN_RATIO = 1.5
@@ -42,3 +43,18 @@ class ReadAmplification(JobRule):
             "into fewer streams.",
             severity="critical" if backend >= 3 * client else None,
         )
+
+    def saving(self, finding: Finding, report: JobReport, ctx: Context) -> Saving | None:
+        """The read time if the servers read what the job asked for: between no change
+        (the reads were not server-bound) and 1/amplification of it (entirely bound)."""
+        t = float(report.bandwidth.get("read_time_s") or 0.0)
+        amp = float(finding.evidence["amplification"])
+        if t <= 0 or amp <= 1:
+            return None
+        est, lo, hi = saving_of(t, (t / amp**0.5, t, t / amp))
+        return Saving(
+            est, lo, hi,
+            f"{t:.0f} s of reads while the OSTs read {amp:.1f}x the bytes; without the "
+            "excess the read time shrinks by up to that factor",
+            {"read_time_s": round(t, 1), "amplification": amp},
+        )  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from iolens.analyze.findings.base import JobRule
 from iolens.analyze.jobreport import JobReport
+from iolens.analyze.savings import TARGET_REQUEST, Context, Saving, data_time, saving_of
 from iolens.model.finding import Finding
 
 MAX_AVG_REQUEST = 64 * 2**10
@@ -33,3 +34,33 @@ class SmallIO(JobRule):
             f"{ops} requests averaging {report.avg_request / 1024:.1f} KiB; buffer writes "
             "into >= 1 MiB requests.",
         )
+
+    def saving(self, finding: Finding, report: JobReport, ctx: Context) -> Saving | None:
+        """Per-call overhead of the calls aggregation removes. The overhead per call is
+        fitted to the job's own calls (duration = latency + size / rate); the saving is
+        that share of the data time."""
+        c, t = ctx.calls, data_time(report)
+        if c is None or c.latency_s is None or t <= 0 or c.seconds <= 0:
+            return None
+        after = min(c.calls, max(1, -(-c.bytes // TARGET_REQUEST)))
+        removed = c.calls - after
+
+        def share(latency: float) -> float:
+            return min(removed * min(max(latency, 0.0), c.mean_s) / c.seconds, 1.0)
+
+        # the fit's two standard errors, and never narrower than half to twice the
+        # latency: caches and contention make a call's cost only roughly linear
+        a, err = c.latency_s, c.latency_se_s or 0.0
+        times = tuple(t * (1 - share(x)) for x in (a, min(a - 2 * err, a / 2),
+                                                   max(a + 2 * err, 2 * a)))  # fmt: skip
+        floor = (report.read_bytes + report.write_bytes) / ctx.capacity.ceiling() \
+            if ctx.capacity.ceiling() else 0.0  # fmt: skip
+        est, lo, hi = saving_of(t, tuple(max(x, floor) for x in times))  # type: ignore[arg-type]
+        return Saving(
+            est, lo, hi,
+            f"{c.calls:,} data calls of {c.mean_s * 1e6:.0f} us on average, "
+            f"{c.latency_s * 1e6:.0f} us of it per-call overhead (fitted to the job's calls); "
+            f"{TARGET_REQUEST // 2**20} MiB requests would need {after:,}",
+            {"calls": c.calls, "latency_s": c.latency_s, "latency_se_s": err,
+             "data_time_s": round(t, 1), "calls_after": after},
+        )  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from iolens.analyze.findings.base import JobRule
 from iolens.analyze.jobreport import JobReport
+from iolens.analyze.savings import Context, Saving, meta_time, saving_of
 from iolens.model.finding import Finding
 
 MIN_RATE = 300.0  # metadata ops/s during I/O phases (Beacon 4.1)
@@ -32,3 +33,18 @@ class MetadataHeavy(JobRule):
             f"{report.md_ops_rate:.0f} metadata ops/s; pack small files into fewer large "
             "ones or use node-local storage for scratch files.",
         )
+
+    def saving(self, finding: Finding, report: JobReport, ctx: Context) -> Saving | None:
+        """The metadata time beyond what MIN_RATE ops/s would take: fewer files and calls
+        bring the rate down to where this rule stops firing (range: half that, to all
+        the metadata time)."""
+        t, r = meta_time(report), report.md_ops_rate
+        if t <= 0 or r <= MIN_RATE:
+            return None
+        est, lo, hi = saving_of(t, (t * MIN_RATE / r, t * (1 + MIN_RATE / r) / 2, 0.0))
+        return Saving(
+            est, lo, hi,
+            f"{t:.0f} s of metadata at {r:.0f} ops/s; at {MIN_RATE} ops/s the same work "
+            f"would take {t * MIN_RATE / r:.0f} s",
+            {"meta_time_s": round(t, 1), "md_ops_rate": r},
+        )  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from iolens.analyze.findings.base import JobRule
 from iolens.analyze.jobreport import JobReport
+from iolens.analyze.savings import Context, Saving
 from iolens.model.finding import Finding
 from iolens.model.mounts import is_lustre_target
 
@@ -60,6 +61,29 @@ class SlowerThanHistory(JobRule):
                 f"phase {slowest['phase']} ran {slowest['slowdown']:.1f}x its usual time; " + advice
             )
         return self.finding(report, h, advice)
+
+    def saving(self, finding: Finding, report: JobReport, ctx: Context) -> Saving | None:
+        """Each slow phase back at the median duration of the earlier runs' phases of the
+        same volume (range: their upper to lower quartile)."""
+        est = lo = hi = 0.0
+        used = 0
+        for p in finding.evidence.get("anomalous_phases", []):
+            d, s = p.get("duration_s") or 0.0, p.get("slowdown")
+            if not s or s <= 1:
+                continue
+            q = p.get("slowdown_range") or [s, s]
+            est += d * (1 - 1 / s)
+            lo += d * (1 - 1 / max(min(q), 1.0))
+            hi += d * (1 - 1 / max(max(q), 1.0))
+            used += 1
+        if not used:  # unlike earlier runs, but not slower: nothing to win back
+            return Saving(0.0, 0.0, 0.0, "no phase was slower than earlier runs' phases", {})
+        return Saving(
+            est, min(lo, est), max(hi, est),
+            f"{used} phase(s) back at the usual duration of earlier runs' phases of the "
+            "same volume",
+            {"phases": used, "earlier_runs": finding.evidence.get("earlier_runs")},
+        )  # fmt: skip
 
 
 def _kind(culprit: dict[str, object]) -> str:

@@ -74,8 +74,11 @@ def _history_runs(
     return groups
 
 
-def _slowdown(p: phases.Phase, runs: list[history.Run], job_id: str) -> float | None:
-    """Duration over the median duration of earlier phases of about the same volume."""
+def _slowdown(
+    p: phases.Phase, runs: list[history.Run], job_id: str, quantiles: tuple[int, ...] = ()
+) -> Any:
+    """Duration over the median duration of earlier phases of about the same volume
+    (with `quantiles`: a list, over those percentiles of their durations)."""
     vol = p.nbytes or p.md_ops
     alike = [
         q.duration
@@ -84,7 +87,11 @@ def _slowdown(p: phases.Phase, runs: list[history.Run], job_id: str) -> float | 
         for q in r.phases
         if vol / 1.6 <= q.volume <= vol * 1.6
     ]
-    return round(p.duration / float(np.median(alike)), 2) if alike else None
+    if not alike:
+        return None
+    if quantiles:
+        return [round(p.duration / max(float(np.percentile(alike, q)), 1e-3), 2) for q in quantiles]
+    return round(p.duration / float(np.median(alike)), 2)
 
 
 #: How far the interference span may grow beyond the analysed jobs' own (seconds).
@@ -180,6 +187,7 @@ def diagnose_jobs(store: Store, reports: list[JobReport], everything: bool) -> N
                     "duration_s": round(p.duration, 1),
                     "bytes": p.nbytes,
                     "slowdown": _slowdown(p, runs, rep.job_id),
+                    "slowdown_range": _slowdown(p, runs, rep.job_id, (75, 25)),
                 }
                 for i, p in slow
             ],

@@ -32,6 +32,7 @@ from iolens.present.cli import (
     reporting,
     scaleout,
     scheduler,
+    seff,
     serving,
     simulating,
     site,
@@ -279,6 +280,7 @@ tracing.import_app.command("darshan")(darshan_import.import_darshan)
 app.command()(serving.serve)
 app.command()(diagnosis.anomalies)
 app.command()(jobdiag.interference)
+app.command()(seff.seff)
 app.command("advise")(advise.advise)
 app.command()(agenting.agent)
 app.add_typer(agenting.config_app, name="config")

@@ -129,6 +129,17 @@ def router(web: Any) -> APIRouter:
             d = job_data(store, job_id)
         return _json(d["job"]["findings"])
 
+    @r.get("/jobs/{job_id}/seff")
+    def job_seff(request: Request, job_id: str, runs: int = Query(10, ge=1, le=1000)) -> Response:
+        """`iolens seff`: I/O share, core-hours waiting on I/O, the change most likely to
+        help and what it would have saved over the owner's recent runs."""
+        from iolens.analyze.seff import seff
+
+        analyze_pending(web)
+        with web.readers.reader() as store:
+            scope.visible_job(store, me_of(request), job_id)
+            return _json(seff(store, job_id, runs))
+
     @r.get("/jobs/{job_id}/interference")
     def job_interference(request: Request, job_id: str) -> Response:
         """The jobs that slowed this one (others' jobs anonymised for users)."""
