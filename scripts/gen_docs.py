@@ -46,6 +46,9 @@ def findings_md() -> str:
                     out += ["", f"**{label}:**", "", text]
                 elif text:
                     out += ["", f"**{label}:** {text}"]
+            saving = _saving_doc(d.code)
+            if saving:
+                out += ["", f"**Estimated saving** (`gain.seconds`): {saving}"]
     out += ["", "## What the Darshan rules take from a log"]
     for module in NOTES:
         title, _, body = inspect.cleandoc(importlib.import_module(module).__doc__ or "").partition(
@@ -53,6 +56,16 @@ def findings_md() -> str:
         )
         out += ["", f"### {' '.join(title.split())}", "", f"(`{module}`)", "", body]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _saving_doc(code: str) -> str:
+    """A job rule's saving model (its `saving` docstring), as one paragraph."""
+    from iolens.analyze.findings import JOB_RULES, JobRule
+
+    for rule in JOB_RULES:
+        if rule.code == code and rule.saving is not JobRule.saving:
+            return " ".join(inspect.cleandoc(rule.saving.__doc__ or "").split())
+    return ""
 
 
 #: Modules whose docstrings say what every Darshan rule reads, or leaves out, of a log.

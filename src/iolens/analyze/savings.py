@@ -52,11 +52,11 @@ class Capacity:
         """Where the ceiling comes from, for the model's sentence."""
         parts = []
         if self.easy_bw:
-            parts.append(f"IO500 easy {rate(self.easy_bw)} on {self.io500}")
+            parts.append(f"IO500 easy {rate_text(self.easy_bw)} on {self.io500}")
         if self.forwarders_bw:
-            parts.append(f"forwarder peaks {rate(self.forwarders_bw)}")
+            parts.append(f"forwarder peaks {rate_text(self.forwarders_bw)}")
         if with_osts and self.osts_bw:
-            parts.append(f"OST peaks {rate(self.osts_bw)}")
+            parts.append(f"OST peaks {rate_text(self.osts_bw)}")
         return ", ".join(parts) or "no capacity known"
 
     def ceiling(self, with_osts: bool = True) -> float | None:
@@ -75,7 +75,8 @@ class CallCost:
     bytes: int
     seconds: float  # summed duration of the calls, all ranks
     latency_s: float | None  # fitted per-call time at size 0; None if the fit failed
-    latency_se_s: float | None = None  # its standard error
+    latency_se_s: float | None = None  # its standard error, when fitted
+    basis: str = ""  # where the per-byte cost came from
 
     @property
     def mean_s(self) -> float:
@@ -100,20 +101,24 @@ class Saving:
     inputs: dict[str, Any]
 
     def gain(self, cores: int) -> dict[str, Any]:
-        """The `gain` JSON of a finding."""
+        """The `gain` JSON of a finding (3 significant digits: a model, not a stopwatch)."""
         ch = cores / 3600.0
         return {
-            "seconds": round(self.seconds, 1),
-            "range_s": [round(self.low, 1), round(self.high, 1)],
-            "core_hours": round(self.seconds * ch, 3),
-            "core_hours_range": [round(self.low * ch, 3), round(self.high * ch, 3)],
+            "seconds": sig(self.seconds),
+            "range_s": [sig(self.low), sig(self.high)],
+            "core_hours": sig(self.seconds * ch),
+            "core_hours_range": [sig(self.low * ch), sig(self.high * ch)],
             "cores": cores,
             "model": self.model,
             "inputs": self.inputs,
         }
 
 
-def rate(bps: float) -> str:
+def sig(x: float) -> float:
+    return float(f"{x:.3g}")
+
+
+def rate_text(bps: float) -> str:
     """Bytes/s for a sentence."""
     for unit, size in (("GiB/s", 2**30), ("MiB/s", 2**20), ("KiB/s", 2**10)):
         if bps >= size:
@@ -214,49 +219,125 @@ def _capacity(store: Store, report: JobReport, io500: dict[str, Any] | None) -> 
     return Capacity(**cap)
 
 
+#: How far back other jobs' calls are looked at for what a byte costs on the system.
+RATE_WINDOW_DAYS = 30
+
+#: The application's own calls: each file's outermost traced layer (MPI-IO over POSIX,
+#: stdio over POSIX), whose requests are the ones a fix makes larger.
+_OUTERMOST = """
+    WITH outer_layer AS (
+        SELECT file_id, max(CASE layer WHEN 'posix' THEN 0 WHEN 'stdio' THEN 1 ELSE 2 END) AS l
+        FROM client_io WHERE job_id = ? AND op IN ('read', 'write') GROUP BY file_id
+    ), d AS (
+        SELECT c.op, c.layer, c.size, c."count"::DOUBLE AS n,
+               (c."count" * c.size)::DOUBLE AS nb, c.dur_ns::DOUBLE / 1e9 AS t
+        FROM client_io c JOIN outer_layer USING (file_id)
+        WHERE c.job_id = ? AND c.op IN ('read', 'write') AND c.dur_ns IS NOT NULL
+          AND (CASE c.layer WHEN 'posix' THEN 0 WHEN 'stdio' THEN 1 ELSE 2 END) = outer_layer.l
+    )
+"""
+#: Sums of the least-squares fit t = a*n + b*nb over records (n calls, nb bytes, t s).
+_FIT_SUMS = """sum(n * n) AS nn, sum(n * nb) AS nnb, sum(nb * nb) AS bb, sum(t * n) AS tn,
+    sum(t * nb) AS tb, sum(t * t) AS tt, count(*) AS m"""
+
+
+@dataclass(frozen=True)
+class Fit:
+    """t = latency * calls + cost * bytes, per record; `se`: the latency's standard error."""
+
+    latency: float
+    cost: float  # seconds per byte
+    se: float
+
+    @property
+    def determined(self) -> bool:
+        """Both parts told apart: sizes spread enough for the latency to be known to 50 %."""
+        return self.cost > 0 and self.se <= max(0.5 * self.latency, 1e-7)
+
+
+def fit(sums: dict[str, Any]) -> Fit | None:
+    """The fit from `_FIT_SUMS` (no intercept: a record of no calls takes no time); None
+    when the sizes do not tell latency from transfer, or a part comes out negative."""
+    if not sums.get("m") or int(sums["m"]) <= 2:
+        return None
+    nn, nnb, bb, tn, tb, tt = (float(sums[k] or 0) for k in ("nn", "nnb", "bb", "tn", "tb", "tt"))
+    det = nn * bb - nnb * nnb
+    if det <= 1e-9 * nn * bb:
+        return None
+    a = (tn * bb - tb * nnb) / det
+    b = (nn * tb - nnb * tn) / det
+    if a < 0 or b < 0:
+        return None
+    rss = tt - 2 * a * tn - 2 * b * tb + a * a * nn + 2 * a * b * nnb + b * b * bb
+    return Fit(a, b, math.sqrt(max(rss, 0.0) / (int(sums["m"]) - 2) * bb / det))
+
+
 def call_cost(store: Store, job_id: str) -> CallCost | None:
-    """The job's data calls and a least-squares fit of their duration: per record of
-    `count` calls of `size` bytes taking `dur_ns` in all, dur = count * (a + b * size);
-    `a` is the per-call latency. Records that repeat a layer's bytes (MPI-IO over POSIX)
-    are counted at the lowest layer, as the report does."""
-    row = store.query(
-        """
-        WITH lowest AS (
-            SELECT file_id, min(CASE layer WHEN 'posix' THEN 0 WHEN 'stdio' THEN 1
-                                           ELSE 2 END) AS l
-            FROM client_io WHERE job_id = ? AND op IN ('read', 'write') GROUP BY file_id
-        ), d AS (
-            SELECT c."count"::DOUBLE AS n, (c."count" * c.size)::DOUBLE AS nb,
+    """The job's data calls, and the part of each call's time that is per-call overhead.
+
+    A call costs latency + size x (seconds per byte). The calls are the application's:
+    each file's outermost traced layer (an MPI-IO call's time includes the POSIX calls
+    under it and its collective waits). In order of preference:
+
+    1. a least-squares fit of the job's own records, when their sizes spread enough to
+       tell the two parts apart (`Fit.determined`);
+    2. the cost per byte the same fit finds over other jobs' records of the same layer and
+       direction on this store in the last RATE_WINDOW_DAYS (a job of one request size
+       cannot tell its latency from its transfer time, the system's other jobs can); the
+       latency is then the rest of the job's time per call;
+    3. all of a call's time counted as its latency (an upper bound on the overhead).
+    """
+    per = store.query(
+        _OUTERMOST + f"SELECT op, layer, sum(n) AS calls, sum(nb) AS nbytes, sum(t) AS secs, "
+        f"{_FIT_SUMS} FROM d GROUP BY op, layer ORDER BY op, layer",
+        [job_id, job_id],
+    ).to_pylist()
+    calls = sum(int(r["calls"] or 0) for r in per)
+    if not calls:
+        return None
+    nbytes = sum(int(r["nbytes"] or 0) for r in per)
+    secs = sum(float(r["secs"] or 0.0) for r in per)
+    whole = store.query(_OUTERMOST + f"SELECT {_FIT_SUMS} FROM d", [job_id, job_id]).to_pylist()
+    own = fit(whole[0])
+    if own is not None and own.determined:
+        return CallCost(calls, nbytes, secs, own.latency, own.se, "fitted to the job's calls")
+    costs = _system_costs(store, job_id)
+    transfer, known, basis = 0.0, 0, []
+    for r in per:
+        cost = costs.get((r["op"], r["layer"]))
+        if cost is None:  # a side stream (a library's reads): its time counts as overhead
+            continue
+        known += int(r["calls"] or 0)
+        transfer += float(r["nbytes"] or 0) * cost
+        if (r["calls"] or 0) >= calls / 10:  # the streams that matter, in the sentence
+            basis.append(f"{r['layer']} {r['op']}s at {rate_text(1 / cost)}")
+    if known >= calls / 2:
+        latency = max(secs - transfer, 0.0) / calls
+        text = "transfer at the rate other jobs' calls show: " + "; ".join(basis)
+        return CallCost(calls, nbytes, secs, latency, None, text)
+    return CallCost(calls, nbytes, secs, secs / calls, None, "all of each call counted")
+
+
+def _system_costs(store: Store, job_id: str) -> dict[tuple[str, str], float]:
+    """(op, layer) -> seconds per byte fitted over other jobs' records in the
+    RATE_WINDOW_DAYS before this job ended (where their sizes tell it)."""
+    rows = store.query(
+        f"""
+        WITH d AS (
+            SELECT c.op, c.layer, c."count"::DOUBLE AS n, (c."count" * c.size)::DOUBLE AS nb,
                    c.dur_ns::DOUBLE / 1e9 AS t
-            FROM client_io c JOIN lowest USING (file_id)
-            WHERE c.job_id = ? AND c.op IN ('read', 'write') AND c.dur_ns IS NOT NULL
-              AND (CASE c.layer WHEN 'posix' THEN 0 WHEN 'stdio' THEN 1 ELSE 2 END) = lowest.l
+            FROM client_io c, (SELECT coalesce("end", now()::TIMESTAMP) AS e FROM jobs
+                               WHERE job_id = ?) j
+            WHERE c.job_id <> ? AND c.op IN ('read', 'write') AND c.dur_ns > 0
+              AND c.t_start <= j.e AND c.t_start >= j.e - INTERVAL {RATE_WINDOW_DAYS} DAY
         )
-        SELECT sum(n) AS calls, sum(nb) AS nbytes, sum(t) AS secs,
-               sum(n * n) AS nn, sum(n * nb) AS nnb, sum(nb * nb) AS bb,
-               sum(t * n) AS tn, sum(t * nb) AS tb, sum(t * t) AS tt, count(*) AS m
-        FROM d
+        SELECT op, layer, {_FIT_SUMS} FROM d GROUP BY op, layer
         """,
         [job_id, job_id],
-    ).to_pylist()[0]
-    if not row["calls"]:
-        return None
-    # normal equations of t = a*n + b*nb (no intercept: a record of 0 calls takes 0 s)
-    nn, nnb, bb, tn, tb = (float(row[k]) for k in ("nn", "nnb", "bb", "tn", "tb"))
-    det = nn * bb - nnb * nnb
-    tt, m = float(row["tt"]), int(row["m"])
-    latency = se = None
-    if m > 2 and det > 1e-9 * nn * bb:
-        a = (tn * bb - tb * nnb) / det
-        b = (nn * tb - nnb * tn) / det
-        if a >= 0 and b >= 0:
-            latency = a
-            rss = tt - 2 * a * tn - 2 * b * tb + a * a * nn + 2 * a * b * nnb + b * b * bb
-            se = math.sqrt(max(rss, 0.0) / (m - 2) * bb / det)
-        elif b >= 0:  # the calls' time is all transfer
-            latency = 0.0
-    if latency is None:  # one size only, or larger calls not slower: all overhead
-        latency = float(row["secs"] or 0.0) / float(row["calls"])
-    return CallCost(
-        int(row["calls"]), int(row["nbytes"] or 0), float(row["secs"] or 0), latency, se
-    )
+    ).to_pylist()
+    out = {}
+    for r in rows:
+        f = fit(r)
+        if f is not None and f.cost > 0:
+            out[(r["op"], r["layer"])] = f.cost
+    return out

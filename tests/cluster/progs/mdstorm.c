@@ -1,7 +1,8 @@
 /*
  * mdstorm.c - a metadata-heavy task (the e2e tests' "high-MDOPS" job): in its own
  * directory DIR/md.JOB.RANK it creates N empty files (open O_CREAT + close), stats each,
- * unlinks each, then removes the directory. Prints one JSON line with what it did.
+ * unlinks each, then removes the directory. Prints one JSON line with what it did and the
+ * seconds it took (CLOCK_MONOTONIC around all of it).
  *
  *   mdstorm DIR N        (rank from SLURM_PROCID)
  */
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int main(int argc, char **argv)
@@ -21,6 +23,8 @@ int main(int argc, char **argv)
     int n = atoi(argv[2]);
     char dir[4096], path[4200];
     snprintf(dir, sizeof dir, "%s/md.%s.%s", argv[1], job ? job : "0", rank ? rank : "0");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     long mkdirs = 0, opens = 0, closes = 0, stats = 0, unlinks = 0, rmdirs = 0;
     if (mkdir(dir, 0755) == 0)
         mkdirs++;
@@ -46,8 +50,10 @@ int main(int argc, char **argv)
     }
     if (rmdir(dir) == 0)
         rmdirs++;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     printf("{\"rank\": %s, \"mkdir\": %ld, \"open\": %ld, \"close\": %ld, \"stat\": %ld, "
-           "\"unlink\": %ld, \"rmdir\": %ld}\n",
-           rank ? rank : "0", mkdirs, opens, closes, stats, unlinks, rmdirs);
+           "\"unlink\": %ld, \"rmdir\": %ld, \"seconds\": %.6f}\n",
+           rank ? rank : "0", mkdirs, opens, closes, stats, unlinks, rmdirs, secs);
     return 0;
 }

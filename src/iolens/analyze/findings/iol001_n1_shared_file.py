@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from iolens.analyze.findings.base import GiB, JobRule
 from iolens.analyze.jobreport import JobReport
-from iolens.analyze.savings import Context, Saving, data_time, faster, rate
+from iolens.analyze.savings import Context, Saving, data_time, faster, rate_text
 from iolens.model.finding import Finding
 
 MIN_PROCS = 32
@@ -62,8 +62,8 @@ class N1SharedFile(JobRule):
         est, lo, hi = faster(t, nbytes, now, max(best, now))
         return Saving(
             est, lo, hi,
-            f"{nbytes / 2**30:.1f} GiB in {t:.0f} s ({rate(now)}) through shared files, "
-            f"against up to {rate(best)} for file-per-process or N-M I/O "
+            f"{nbytes / 2**30:.1f} GiB in {t:.0f} s ({rate_text(now)}) through shared files, "
+            f"against up to {rate_text(best)} for file-per-process or N-M I/O "
             f"({cap.describe()})",
             {"data_time_s": round(t, 1), "bytes": nbytes, "bw": now, "best_bw": best},
         )  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from iolens.analyze.findings.base import GiB, JobRule
 from iolens.analyze.jobreport import JobReport
-from iolens.analyze.savings import TARGET_STRIPES, Context, Saving, data_time, faster, rate
+from iolens.analyze.savings import TARGET_STRIPES, Context, Saving, data_time, faster, rate_text
 from iolens.model.finding import Finding
 from iolens.model.mounts import is_lustre_target
 
@@ -47,7 +47,7 @@ class SingleOstSharedFile(JobRule):
         )
 
     def saving(self, finding: Finding, report: JobReport, ctx: Context) -> Saving | None:
-        """The hot files' share of the data time, at up to TARGET_STRIPES times the rate
+        """The hot files' share of the data time, at up to 8 times the rate (TARGET_STRIPES)
         (one OST's bandwidth per stripe), capped by one OST's peak per stripe and the
         forwarders' and IO500's limits (the OST sum is no limit: the fix changes it)."""
         t, total = data_time(report), report.read_bytes + report.write_bytes
@@ -64,8 +64,8 @@ class SingleOstSharedFile(JobRule):
         est, lo, hi = faster(t_hot, hot, now, max(best, now))
         return Saving(
             est, lo, hi,
-            f"{hot / 2**30:.1f} GiB on one OST each in about {t_hot:.0f} s ({rate(now)}), "
-            f"against up to {rate(best)} striped over {TARGET_STRIPES} OSTs "
+            f"{hot / 2**30:.1f} GiB on one OST each in about {t_hot:.0f} s ({rate_text(now)}), "
+            f"against up to {rate_text(best)} striped over {TARGET_STRIPES} OSTs "
             f"({cap.describe(with_osts=False)})",
             {"data_time_s": round(t_hot, 1), "bytes": hot, "bw": now, "best_bw": best},
         )  # fmt: skip

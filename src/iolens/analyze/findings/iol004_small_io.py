@@ -36,9 +36,10 @@ class SmallIO(JobRule):
         )
 
     def saving(self, finding: Finding, report: JobReport, ctx: Context) -> Saving | None:
-        """Per-call overhead of the calls aggregation removes. The overhead per call is
-        fitted to the job's own calls (duration = latency + size / rate); the saving is
-        that share of the data time."""
+        """Per-call overhead of the calls aggregation into 1 MiB requests removes, as a
+        share of the data time; the overhead per call comes from the job's own calls or,
+        when they are all one size, from what a byte costs in other jobs' calls
+        (`savings.call_cost`)."""
         c, t = ctx.calls, data_time(report)
         if c is None or c.latency_s is None or t <= 0 or c.seconds <= 0:
             return None
@@ -59,7 +60,7 @@ class SmallIO(JobRule):
         return Saving(
             est, lo, hi,
             f"{c.calls:,} data calls of {c.mean_s * 1e6:.0f} us on average, "
-            f"{c.latency_s * 1e6:.0f} us of it per-call overhead (fitted to the job's calls); "
+            f"{c.latency_s * 1e6:.0f} us of it per-call overhead ({c.basis}); "
             f"{TARGET_REQUEST // 2**20} MiB requests would need {after:,}",
             {"calls": c.calls, "latency_s": c.latency_s, "latency_se_s": err,
              "data_time_s": round(t, 1), "calls_after": after},

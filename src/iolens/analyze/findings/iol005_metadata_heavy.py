@@ -35,7 +35,7 @@ class MetadataHeavy(JobRule):
         )
 
     def saving(self, finding: Finding, report: JobReport, ctx: Context) -> Saving | None:
-        """The metadata time beyond what MIN_RATE ops/s would take: fewer files and calls
+        """The metadata time beyond what 300 ops/s (MIN_RATE) would take: fewer files and calls
         bring the rate down to where this rule stops firing (range: half that, to all
         the metadata time)."""
         t, r = meta_time(report), report.md_ops_rate
