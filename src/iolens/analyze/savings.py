@@ -299,7 +299,7 @@ def call_cost(store: Store, job_id: str) -> CallCost | None:
     secs = sum(float(r["secs"] or 0.0) for r in per)
     whole = store.query(_OUTERMOST + f"SELECT {_FIT_SUMS} FROM d", [job_id, job_id]).to_pylist()
     own = fit(whole[0])
-    if own is not None and own.determined:
+    if own is not None and own.determined and _spread(store, job_id, calls):
         return CallCost(calls, nbytes, secs, own.latency, own.se, "fitted to the job's calls")
     costs = _system_costs(store, job_id)
     transfer, known, basis = 0.0, 0, []
@@ -316,6 +316,20 @@ def call_cost(store: Store, job_id: str) -> CallCost | None:
         text = "transfer at the rate other jobs' calls show: " + "; ".join(basis)
         return CallCost(calls, nbytes, secs, latency, None, text)
     return CallCost(calls, nbytes, secs, secs / calls, None, "all of each call counted")
+
+
+def _spread(store: Store, job_id: str, calls: int) -> bool:
+    """Whether the job's calls come in sizes apart enough to fit both parts: its two most
+    frequent sizes each hold >= 10 % of its calls and differ 4x or more (a few odd-sized
+    calls of a library beside one request size tell nothing)."""
+    top = store.query(
+        _OUTERMOST + "SELECT size, sum(n) AS k FROM d GROUP BY size ORDER BY k DESC LIMIT 2",
+        [job_id, job_id],
+    ).to_pylist()
+    if len(top) < 2 or top[1]["k"] < 0.1 * calls:
+        return False
+    lo, hi = sorted(max(int(r["size"] or 0), 1) for r in top)
+    return hi >= 4 * lo
 
 
 def _system_costs(store: Store, job_id: str) -> dict[tuple[str, str], float]:

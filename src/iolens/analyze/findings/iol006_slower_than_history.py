@@ -26,7 +26,7 @@ class SlowerThanHistory(JobRule):
     most often because they took much longer for the same volume.
     Why it hurts: the job waited for I/O that usually goes faster; when neighbours that
     shared its forwarding nodes or OSTs had interference-prone features (N-1 I/O, a high
-    metadata rate_text, high bandwidth or IOPS) they are the likely cause, and the same clash
+    metadata rate, high bandwidth or IOPS) they are the likely cause, and the same clash
     will recur whenever the jobs meet again (Beacon Appendix B).
     What to do: check the named culprits with `iolens interference JOB_ID`; if a neighbour
     caused it, ask the site to place the jobs behind different forwarders, or run the I/O
