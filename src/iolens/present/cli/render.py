@@ -151,9 +151,18 @@ def job_report(rep: dict[str, Any]) -> Group:
     if rep["findings"]:
         for f in rep["findings"]:
             style = SEVERITY_STYLE.get(f["severity"], "")
+            body = Text(f["recommendation"])
+            g = f.get("gain") or {}
+            if g.get("seconds") is not None:
+                lo, hi = g.get("range_s") or (g["seconds"], g["seconds"])
+                body.append(
+                    f"\nWould save ~{g['seconds']:,.3g} s ({lo:,.3g}-{hi:,.3g} s), "
+                    f"{g['core_hours']:,.3g} core-hours: {g['model']}",
+                    style="dim",
+                )
             parts.append(
                 Panel(
-                    Text(f["recommendation"]),
+                    body,
                     title=Text(f"{f['code']} {f['name']} ({f['severity']})", style=style),
                     title_align="left",
                     border_style=style,
