@@ -1,7 +1,9 @@
 """Ship the LD_PRELOAD tracer's per-process files from this node's spool.
 
 The tracer writes `<host>-<pid>-<start>-<seg>.iolens` atomically (`*.partial`, then
-rename), so every complete file here is final. Each becomes one batch carrying the file as
+rename), so every complete file here is whole; a running process also leaves interim
+files `<host>-<pid>-<start>-<seg>.<k>.iolens` every IOLENS_FLUSH_S seconds (disjoint
+records), shipped like any other as soon as they appear. Each becomes one batch carrying the file as
 written (`Batch.trace`): the server decodes it into the batch, with the same key,
 `iolens import trace` would give it, so the node agent needs no decoder (numpy, pyarrow).
 The file is deleted only after the agent has put the batch in its disk spool. A file whose
@@ -42,7 +44,7 @@ DEFAULT_DIR = Path("/var/spool/iolens/traces")
 # all the agent checks. tests/collect/test_tracer_spool.py keeps them equal.
 SUFFIX = ".iolens"
 MAGIC = b"IOLTRACE"
-READABLE_VERSIONS = (1, 2, 3)
+READABLE_VERSIONS = (1, 2, 3, 4)
 ENDIAN_MARK = 0x01020304
 SEC_END = 0x454E44
 #: A `.partial` file not written for this long is abandoned even if its pid looks alive
@@ -312,7 +314,8 @@ def _release(spool: Path, ident: tuple[int, int], name: str) -> None:
 
 
 def _identity(stem: str) -> tuple[str, int | None, int]:
-    """(host, pid, start ns) from `<host>-<pid>-<start ns>-<segment>.iolens`."""
+    """(host, pid, start ns) from `<host>-<pid>-<start ns>-<segment>[.<k>].iolens` (`.<k>`:
+    interim file k)."""
     parts = stem[: -len(SUFFIX)].rsplit("-", 3) if stem.endswith(SUFFIX) else []
     if len(parts) == 4 and all(x.isascii() and x.isdigit() for x in parts[1:3]):
         return parts[0], int(parts[1]), int(parts[2])
