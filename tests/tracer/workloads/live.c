@@ -5,7 +5,7 @@
  * per 50 ms, with raw write(2) so nothing waits in a stdio buffer:
  *   progress <wall ns before the line> <writes> <bytes>
  * and at a normal end: {"writes": W, "bytes": B} (after "handler ran" in handler mode).
- * Usage: live MODE BASE SECONDS   (MODE: plain | handler)
+ * Usage: live MODE BASE SECONDS   (MODE: plain | handler | selfkill: SIGKILL at the end)
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -67,6 +67,8 @@ int main(int argc, char **argv)
         }
         nanosleep(&ms, NULL);
     }
+    if (strcmp(argv[1], "selfkill") == 0)
+        kill(getpid(), SIGKILL);
     close(fd);
     if (stop)
         say("handler ran\n");
