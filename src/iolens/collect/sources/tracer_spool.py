@@ -133,7 +133,9 @@ class TracerSpoolSource:
             names = sorted(os.listdir(dfd))  # str with surrogateescape: lossless bytes
             for name in names:
                 if name.endswith(SUFFIX + ".partial"):
-                    self._partial(dfd, name)
+                    stem = name[: -len(SUFFIX + ".partial")] + "."
+                    interim = any(n.startswith(stem) and n.endswith(SUFFIX) for n in names)
+                    self._partial(dfd, name, interim)
                 elif name.endswith(SUFFIX + ".lost"):
                     self._lost(dfd, name)
             shipped = 0
@@ -174,10 +176,11 @@ class TracerSpoolSource:
                 batch.extra["layouts"] = found
         return batch, partial(_release, spool, (st.st_dev, st.st_ino), name)
 
-    def _partial(self, dfd: int, name: str) -> None:
+    def _partial(self, dfd: int, name: str, interim: bool = False) -> None:
         """A `.partial` file whose process is gone (dead, or silent for longer than the
         bound) is removed with a log line: without its header section (written at exit)
-        its records have no time base, paths or identity, so nothing can be salvaged."""
+        its records have no time base, paths or identity, so nothing can be salvaged.
+        `interim`: the process left interim files, so only its last interval is lost."""
         try:
             st = os.lstat(name, dir_fd=dfd)
         except FileNotFoundError:
@@ -201,10 +204,11 @@ class TracerSpoolSource:
         self.removed_partial += 1
         log.warning(
             "tracer: removed the unfinished trace %s of user %s (%s): its process was killed "
-            "before writing the end of its trace, which is lost",
+            "before writing the end of its trace, %s",
             show(name),
             user_of(st.st_uid),
             why,
+            "whose last interval is lost (its interim files stay)" if interim else "which is lost",
         )
 
     def _lost(self, dfd: int, name: str) -> None:
