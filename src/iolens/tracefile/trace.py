@@ -180,10 +180,12 @@ def process_of(t: TraceFile) -> tuple[str, int, dt.datetime, int]:
 def merge(files: Iterable[TraceFile]) -> TraceFile:
     """One process segment's files (its interim files and its final one) as one trace:
     records concatenated (they are disjoint), everything else from the last file, whose
-    summaries and counters are cumulative. `interim` then says the process was killed
-    before its final flush."""
+    summaries and counters are cumulative. If that last file is interim the process was
+    killed before its final flush: the result stays `interim` and is `partial`."""
     ordered = sorted(files, key=lambda t: (not t.interim, t.interval))
     last = ordered[-1]
+    if last.interim and not last.partial:
+        last = dataclasses.replace(last, partial=True)
     if len(ordered) == 1:
         return last
     known = pa.concat_tables([t.files for t in reversed(ordered)])
