@@ -3,6 +3,8 @@
  * Usage: micro MODE DIR N     prints "ns_per_op <value>": the best of 5 repetitions of N
  * calls (wall time / N) - the minimum filters out interference from VM neighbours.
  * Modes: write1 pread4k lseekread openclose create stat unlink ior_write ior_read clock
+ * writeloop, scatterloop: ONE pass of N calls (1-byte write(); 8-byte pwrite() at random
+ * offsets), mean not best, so periodic flushes inside the pass are counted (flush.py).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -57,6 +59,22 @@ int main(int argc, char **argv)
     if (pwrite(fd, buf, 1 << 20, 0) != 1 << 20) return 4;
     double t0 = 0, t1 = 0;
     long ops = n;
+    if (!strcmp(mode, "writeloop") || !strcmp(mode, "scatterloop")) {
+        int scatter = mode[0] == 's';
+        unsigned long x = 88172645463325252ul;
+        t0 = now();
+        for (long i = 0; i < n; i++) {
+            if (scatter) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift: no two offsets merge */
+                if (pwrite(fd, buf, 8, (off_t)(x % ((1 << 20) - 8))) != 8) return 5;
+            } else if (write(fd, buf, 1) != 1) {
+                return 5;
+            }
+        }
+        t1 = now();
+        printf("ns_per_op %.2f\n", (t1 - t0) / n);
+        return 0;
+    }
     double best = 1e30;
     for (int rep = 0; rep < 5; rep++) {
         if (!strcmp(mode, "write1")) {

@@ -26,6 +26,9 @@
  * version-2 file without them, so readers accept both. Version 3 added Lustre layouts
  * to FILES entries (IOL_FE_LAYOUT) and two counters at the end of the header; earlier
  * files have neither (their entry flags are 0, their header 8 bytes shorter).
+ * Version 4 added periodic interim files (IOL_F_INTERIM) and the header's `interval`
+ * (8 more bytes); a process's files hold disjoint records, each file's summaries and
+ * counters are cumulative (the last file's cover the whole process).
  */
 #ifndef IOLENS_TRACE_H
 #define IOLENS_TRACE_H
@@ -33,7 +36,7 @@
 #include <stdint.h>
 
 #define IOL_MAGIC "IOLTRACE"
-#define IOL_FORMAT_VERSION 3u
+#define IOL_FORMAT_VERSION 4u
 
 /* Operation codes; names and order match iolens.model.schema.OPS. */
 enum iol_op {
@@ -73,6 +76,8 @@ enum iol_section_type {
 #define IOL_F_FORKED 0x4u    /* this process is a fork() child of a traced process */
 #define IOL_F_UEXIT 0x8u     /* written from _exit()/_Exit() rather than exit() */
 #define IOL_F_FILES_CAPPED 0x10u /* the file table filled: later files count as "<other>" */
+#define IOL_F_INTERIM 0x20u  /* a periodic flush (IOLENS_FLUSH_S), not the process's last
+                                file: <host>-<pid>-<start ns>-<segment>.<interval>.iolens */
 
 /* Record flags. */
 #define IOL_R_DIR 0x1u  /* metadata op on `count` entries of the directory `file` */
@@ -202,6 +207,9 @@ struct iol_header {
                                    tracer's own bookkeeping: counted, not recorded */
     uint32_t layouts;           /* files whose Lustre layout was recorded (version 3) */
     uint32_t layouts_lost;      /* layouts read but not kept: undecodable, or no room */
+    uint32_t interval;          /* version 4: k for interim file k (1, 2, ...); in the final
+                                   file, the number of interim files before it */
+    uint32_t pad2;
 };
 
 #endif /* IOLENS_TRACE_H */

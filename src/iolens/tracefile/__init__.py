@@ -1,7 +1,8 @@
 """Decoder for the LD_PRELOAD tracer's per-process output files (tracer/ in the repo).
 
     decode(path) -> TraceFile      header fields + FILES, CLIENT_IO and SUMMARIES tables
-    decode_dir(spool_dir)          every complete *.iolens file under a directory
+    decode_dir(spool_dir)          every traced process under a directory (its complete
+                                   *.iolens files: interim ones merged, merge(files))
     library_path()                 the libiolens.so to put in LD_PRELOAD
     batch_of(trace)                one process's trace as an idempotent store batch
     Layout                         a file's Lustre layout, as the tracer read it
@@ -19,7 +20,7 @@ from iolens.tracefile.batch import batch_of
 from iolens.tracefile.layout import Layout
 from iolens.tracefile.library import library_path
 from iolens.tracefile.tables import SUMMARIES
-from iolens.tracefile.trace import SUFFIX, TraceFile, decode, decode_dir
+from iolens.tracefile.trace import SUFFIX, TraceFile, decode, decode_dir, merge
 
 __all__ = [
     "SUFFIX",
@@ -30,4 +31,5 @@ __all__ = [
     "decode",
     "decode_dir",
     "library_path",
+    "merge",
 ]

@@ -54,7 +54,7 @@ def batch_of(
     }
     batch = Batch(
         source=f"tracer:{display(trace.path)}",
-        key=f"trace:{trace.host}:{trace.pid}:{trace.start.isoformat()}",
+        key=batch_key(trace),
         keep_known_jobs=True,
         jobs=pa.Table.from_pylist([row], schema=JOBS),
         files=_with_layouts(trace.files, layouts) if layouts else trace.files,
@@ -66,6 +66,17 @@ def batch_of(
         # a job it may use when its own is another user's, the last one unique to the file
         batch.extra["trace_jobs"] = [fallback, f"{fallback}-{trace.pid}-{trace.start:%Y%m%d%H%M%S}"]
     return batch
+
+
+def batch_key(trace: TraceFile) -> str:
+    """One key per file: a process's segments (failed exec) and interim files each load
+    once; the final file of segment 0 keeps the key older iolens gave it."""
+    key = f"trace:{trace.host}:{trace.pid}:{trace.start.isoformat()}"
+    if trace.segment:
+        key += f":s{trace.segment}"
+    if trace.interim:
+        key += f":i{trace.interval}"
+    return key
 
 
 def _with_layouts(files: pa.Table, layouts: dict[str, list[str]]) -> pa.Table:

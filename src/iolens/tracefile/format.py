@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 MAGIC = b"IOLTRACE"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 #: Versions this decoder reads: 2 added the MPI-IO layer and the HINTS section, 3 the
-#: Lustre layouts of FILES entries and two header counters; an older file is a newer one
-#: without them.
-READABLE_VERSIONS = (1, 2, 3)
+#: Lustre layouts of FILES entries and two header counters, 4 interim files (F_INTERIM)
+#: and the header's `interval`; an older file is a newer one without them.
+READABLE_VERSIONS = (1, 2, 3, 4)
 ENDIAN_MARK = 0x01020304
 
 # Section types.
@@ -31,6 +31,8 @@ F_EXEC = 0x2
 F_FORKED = 0x4
 F_UEXIT = 0x8
 F_FILES_CAPPED = 0x10
+#: A periodic flush (IOLENS_FLUSH_S), not the process's last file (version 4).
+F_INTERIM = 0x20
 
 # Record flags.
 R_DIR = 0x1
@@ -110,6 +112,9 @@ HEADER = np.dtype(
 )  # fmt: skip
 #: Version 3 appends two layout counters to the header.
 HEADER_V3 = np.dtype([*HEADER.descr, ("layouts", "<u4"), ("layouts_lost", "<u4")])
+#: Version 4 appends the interval: k for interim file k, in the final file the number of
+#: interim files before it.
+HEADER_V4 = np.dtype([*HEADER_V3.descr, ("interval", "<u4"), ("pad2", "<u4")])
 
 assert PREAMBLE.itemsize == 16
 assert SECTION.itemsize == 16
@@ -119,9 +124,12 @@ assert HINTS_ENTRY.itemsize == 8
 assert SUMMARY.itemsize == 400
 assert HEADER.itemsize == 136
 assert HEADER_V3.itemsize == 144
+assert HEADER_V4.itemsize == 152
 assert LAYOUT_ENTRY.itemsize == 40
 
 
 def header_dtype(version: int) -> np.dtype:
     """The header struct of a file of format `version`."""
+    if version >= 4:
+        return HEADER_V4
     return HEADER_V3 if version >= 3 else HEADER

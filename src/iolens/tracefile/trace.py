@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import pwd
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,6 +67,12 @@ class TraceFile:
     #: layouts the tracer read but could not keep (undecodable, or no room)
     layouts_lost: int = 0
     version: int = fmt.FORMAT_VERSION  # the file's format version
+    #: a periodic flush, not the process's last file: records since the previous file,
+    #: cumulative summaries; the last file a process left being interim means it was
+    #: killed before its final flush (version 4)
+    interim: bool = False
+    #: k for interim file k; in a final file, the number of interim files before it
+    interval: int = 0
 
     @property
     def records(self) -> int:
@@ -145,6 +152,8 @@ def _decode(p: Path, raw: RawTrace) -> TraceFile:
         layouts={raw.paths[i]: lay for i, lay in raw.layouts.items() if i in raw.paths},
         layouts_lost=int(h["layouts_lost"]) if raw.version >= 3 else 0,
         version=raw.version,
+        interim=bool(int(h["flags"]) & fmt.F_INTERIM),
+        interval=int(h["interval"]) if raw.version >= 4 else 0,
     )
 
 
@@ -163,8 +172,40 @@ def decode_bytes(data: bytes, name: str) -> TraceFile:
     return decode(Path(name), data)
 
 
+def process_of(t: TraceFile) -> tuple[str, int, dt.datetime, int]:
+    """What the files of one process segment share: host, pid, start, segment."""
+    return (t.host, t.pid, t.start, t.segment)
+
+
+def merge(files: Iterable[TraceFile]) -> TraceFile:
+    """One process segment's files (its interim files and its final one) as one trace:
+    records concatenated (they are disjoint), everything else from the last file, whose
+    summaries and counters are cumulative. If that last file is interim the process was
+    killed before its final flush: the result stays `interim` and is `partial`."""
+    ordered = sorted(files, key=lambda t: (not t.interim, t.interval))
+    last = ordered[-1]
+    if last.interim and not last.partial:
+        last = dataclasses.replace(last, partial=True)
+    if len(ordered) == 1:
+        return last
+    known = pa.concat_tables([t.files for t in reversed(ordered)])
+    _, first = np.unique(known.column("file_id").to_numpy(), return_index=True)
+    return dataclasses.replace(
+        last,
+        client_io=pa.concat_tables([t.client_io for t in ordered]),
+        files=known.take(pa.array(np.sort(first))),
+        hints={k: v for t in ordered for k, v in t.hints.items()},
+        layouts={k: v for t in ordered for k, v in t.layouts.items()},
+    )
+
+
 def decode_dir(spool_dir: str | os.PathLike[str]) -> Iterator[TraceFile]:
-    """Decode every complete `*.iolens` file under `spool_dir`, in name order."""
+    """Decode the complete `*.iolens` files under `spool_dir`: one trace per process
+    segment (its interim files merged, `merge`), in the order of their first file name."""
+    groups: dict[tuple[str, int, dt.datetime, int], list[TraceFile]] = {}
     for p in sorted(Path(spool_dir).rglob(f"*{SUFFIX}")):
         if p.is_file():
-            yield decode(p)
+            t = decode(p)
+            groups.setdefault(process_of(t), []).append(t)
+    for files in groups.values():
+        yield merge(files)

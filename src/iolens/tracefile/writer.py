@@ -71,7 +71,7 @@ def _padded(raw: bytes) -> bytes:
 
 
 def encode(trace: TraceFile) -> bytes:
-    """The bytes of `trace` as a version-3 tracer file (what `decode` reads back)."""
+    """The bytes of `trace` as a version-4 tracer file (what `decode` reads back)."""
     paths = _paths(trace)
     index = {p: i for i, p in enumerate(paths, start=2)}
     index[OTHER] = fmt.FILE_OTHER
@@ -98,11 +98,13 @@ def encode(trace: TraceFile) -> bytes:
 
 def write(trace: TraceFile, spool: str | os.PathLike[str]) -> Path:
     """Write `trace` into `spool` as the tracer names its files
-    (`<host>-<pid>-<start ns>-<segment>.iolens`), through a `.partial` file renamed when
-    complete, so a reader never sees half a file."""
+    (`<host>-<pid>-<start ns>-<segment>[.<interval>].iolens`, the interval for an interim
+    file), through a `.partial` file renamed when complete, so a reader never sees half a
+    file."""
     directory = Path(spool)
     directory.mkdir(parents=True, exist_ok=True)
-    name = f"{trace.host or 'host'}-{trace.pid}-{_ns(trace.start)}-{trace.segment}{SUFFIX}"
+    k = f".{trace.interval}" if trace.interim else ""
+    name = f"{trace.host or 'host'}-{trace.pid}-{_ns(trace.start)}-{trace.segment}{k}{SUFFIX}"
     final = directory / name
     partial = final.with_name(name + ".partial")
     partial.write_bytes(encode(trace))
@@ -235,10 +237,11 @@ def _summaries(table: pa.Table, ids: dict[int, int], base_ns: int) -> np.ndarray
 
 
 def _header(trace: TraceFile, records: int, files: int, layouts: int, base_ns: int) -> bytes:
-    h = np.zeros(1, fmt.HEADER_V3)
+    h = np.zeros(1, fmt.HEADER_V4)
     strings = [trace.job_id, trace.host, trace.exe, trace.user]
     raw = [s.encode("utf-8", "surrogateescape") for s in strings]
     flags = trace.flags | (fmt.F_PARTIAL if trace.partial else 0)
+    flags = flags | fmt.F_INTERIM if trace.interim else flags & ~fmt.F_INTERIM
     h[0]["flags"], h[0]["clock"] = flags, fmt.CLOCK_MONO
     h[0]["pid"], h[0]["ppid"] = trace.pid, trace.ppid
     h[0]["rank"] = -1 if trace.rank is None else trace.rank
@@ -252,6 +255,7 @@ def _header(trace: TraceFile, records: int, files: int, layouts: int, base_ns: i
     h[0]["len_job_id"], h[0]["len_host"], h[0]["len_exe"], h[0]["len_user"] = map(len, raw)
     h[0]["missed_calls"] = trace.missed_calls
     h[0]["layouts"], h[0]["layouts_lost"] = layouts, trace.layouts_lost
+    h[0]["interval"] = trace.interval
     return h.tobytes() + b"".join(raw)
 
 

@@ -195,6 +195,88 @@ static struct iol_chunk *hand_over(struct iol_chunk *c)
     return NULL;
 }
 
+/* Hand this thread's non-empty chunk over for a fresh one; caller holds g.lock. */
+static void hand_over_own(void)
+{
+    struct iol_tstate *ts = tls_state;
+    if (!ts || !ts->live || !ts->chunk || ts->chunk != iol_chunk_tls || !ts->chunk->n)
+        return;
+    hand_over(ts->chunk);
+    struct iol_chunk *nc = get_chunk(ts->tid);
+    ts->chunk = nc;
+    iol_chunk_tls = nc;
+}
+
+/* ---- periodic flush (IOLENS_FLUSH_S) ------------------------------------------------ */
+
+/* Set the next deadline: `now` ticks and `mono` ns are the same instant. The tick
+   deadline is only a cheap trigger for the call path, converted at the rate measured so
+   far; the monotonic deadline decides. */
+void iol_flush_schedule(uint64_t now, uint64_t mono)
+{
+    if (!g.flush_ns) {
+        __atomic_store_n(&g.next_flush, UINT64_MAX, __ATOMIC_RELAXED);
+        return;
+    }
+    if (mono >= g.flush_due_ns)
+        g.flush_due_ns = mono + g.flush_ns;
+    double rate = 1.0; /* ticks per ns: exact for the monotonic clock; for the TSC a guess
+                          of >= 1 GHz until some time has passed, so the first check comes
+                          early, never late */
+    if (g.use_tsc && mono > g.base_mono_ns + 10000000 && now > g.base_ticks)
+        rate = (double)(now - g.base_ticks) / (double)(mono - g.base_mono_ns);
+    __atomic_store_n(&g.next_flush, now + (uint64_t)((double)(g.flush_due_ns - mono) * rate),
+                     __ATOMIC_RELAXED);
+}
+
+/* Close the interval: this thread's chunk and every retained one go to the .partial file,
+   which becomes interim file k; other threads follow when they see the new generation.
+   Caller holds g.lock and tracing is on. */
+static void flush_interval(uint64_t now, uint64_t mono)
+{
+    hand_over_own();
+    g.flushing = 1;
+    spill_retained();
+    iol_close_interval();
+    g.flushing = 0;
+    uint32_t gen = __atomic_add_fetch(&g.flush_gen, 1, __ATOMIC_RELAXED);
+    iol_gen_tls = gen;
+    g.flush_due_ns = mono + g.flush_ns;
+    iol_flush_schedule(now, mono);
+}
+
+/* Called on the call path (guard up) when the tick deadline passed or the generation
+   moved. Never blocks: if another thread holds the lock, a later call tries again. */
+void iol_flush_check(uint64_t now)
+{
+    int saved_errno = errno;
+    if (now >= __atomic_load_n(&g.next_flush, __ATOMIC_RELAXED)) {
+        uint64_t mono = iol_mono_ns();
+        if (mono < g.flush_due_ns) {
+            iol_flush_schedule(now, mono); /* early: the TSC rate guess was high */
+        } else if (pthread_mutex_trylock(&g.lock) == 0) {
+            /* a vfork() child shares our memory but must not write our files */
+            if (g.state == IOL_ON && mono >= g.flush_due_ns &&
+                (int)syscall(SYS_getpid) == g.pid)
+                flush_interval(now, mono);
+            pthread_mutex_unlock(&g.lock);
+        }
+    }
+    uint32_t gen = __atomic_load_n(&g.flush_gen, __ATOMIC_RELAXED);
+    if (iol_gen_tls != gen) {
+        struct iol_chunk *c = iol_chunk_tls;
+        if (!c || !c->n) {
+            iol_gen_tls = gen;
+        } else if (pthread_mutex_trylock(&g.lock) == 0) {
+            if (g.state == IOL_ON)
+                hand_over_own();
+            iol_gen_tls = gen;
+            pthread_mutex_unlock(&g.lock);
+        }
+    }
+    errno = saved_errno;
+}
+
 struct iol_chunk *iol_chunk_full(struct iol_chunk *c)
 {
     struct iol_tstate *ts = tls_state;
@@ -260,6 +342,7 @@ struct iol_chunk *iol_thread_start(void)
     if (c) {
         tls_state = ts;
         iol_chunk_tls = c;
+        iol_gen_tls = __atomic_load_n(&g.flush_gen, __ATOMIC_RELAXED);
         pthread_setspecific(thread_key, ts);
     }
     return c;
@@ -311,6 +394,9 @@ void iol_restart(int forked)
     g.calls = g.records = g.dropped_records = g.dropped_calls = g.missed_calls = 0;
     g.spool_errors = 0;
     g.dropped_files = 0;
+    g.interval = 0;
+    g.flush_due_ns = 0;
+    iol_flush_schedule(iol_now(), iol_mono_ns()); /* the new segment's first interval */
     g.start_wall_ns = iol_wall_ns();
     if (forked) {
         g.pid = (int)syscall(SYS_getpid);

@@ -11,6 +11,7 @@
 #include <cpuid.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -22,6 +23,7 @@
 IOL_HIDDEN struct iol_global g = {.out_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 IOL_TLS int iol_guard;
 IOL_TLS struct iol_chunk *iol_chunk_tls;
+IOL_TLS uint32_t iol_gen_tls;
 
 static int init_once;
 static int fork_locked;
@@ -179,6 +181,16 @@ void iol_init(void)
     g.chunk_budget = g.budget / 2;
     const char *spill = getenv("IOLENS_SPILL");
     g.no_spill = spill && strcmp(spill, "0") == 0;
+    /* seconds between interim files; 0 = only at exit. At least 0.1 s: each is a file. */
+    const char *fl = getenv("IOLENS_FLUSH_S");
+    double fs = fl && *fl ? strtod(fl, NULL) : 30.0;
+    if (!(fs > 0)) /* also NaN */
+        fs = 0;
+    else if (fs < 0.1)
+        fs = 0.1;
+    else if (fs > 1e7)
+        fs = 1e7;
+    g.flush_ns = (uint64_t)(fs * 1e9);
 
     identity();
 
@@ -201,11 +213,58 @@ void iol_init(void)
     g.base_mono_ns = iol_mono_ns();
     g.base_wall_ns = iol_wall_ns();
     g.start_wall_ns = g.base_wall_ns;
+    iol_flush_schedule(g.base_ticks, g.base_mono_ns);
+    const char *sig = getenv("IOLENS_SIGNALS");
+    if (!sig || strcmp(sig, "0") != 0)
+        iol_signals_init();
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     __atomic_store_n(&g.state, IOL_ON, __ATOMIC_RELEASE);
 out:
     g.initialised = 1;
     iol_guard = 0;
+}
+
+/* ---- termination signals ------------------------------------------------------------ */
+
+/* What schedulers and users send to stop a job; their default action kills without
+   running exit handlers, so the last interval would be lost. */
+static const int term_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGXCPU};
+
+/* Write the final file, then die of the signal as the default action would (the exit
+   status still says "killed by signal"). trylock: we may have interrupted the tracer. */
+static void on_term(int sig)
+{
+    int e = errno;
+    if (g.state == IOL_ON && (int)syscall(SYS_getpid) == g.pid)
+        iol_finalize(0, 1);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    syscall(SYS_tgkill, (int)syscall(SYS_getpid), (int)syscall(SYS_gettid), sig);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL); /* the pending signal is delivered here */
+    errno = e;                                /* not reached for the default action */
+}
+
+/* Only where the disposition is the default: an ignored or handled signal is the
+   application's business, and one that installs its handler later replaces ours. */
+void iol_signals_init(void)
+{
+    for (size_t i = 0; i < sizeof term_signals / sizeof term_signals[0]; i++) {
+        struct sigaction old, sa;
+        if (sigaction(term_signals[i], NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+            old.sa_handler != SIG_DFL)
+            continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_term;
+        sigfillset(&sa.sa_mask); /* no other caught signal runs inside the final write */
+        sa.sa_flags = SA_RESTART;
+        sigaction(term_signals[i], &sa, NULL);
+    }
 }
 
 __attribute__((constructor)) static void iol_ctor(void) { iol_init(); }

@@ -149,6 +149,14 @@ struct iol_global {
     uint32_t stderr_file;       /* file index of the inherited fd 2, "<STDERR>" */
     char out_path[IOL_PATH_MAX];
     uint32_t out_name;          /* offset of the file's name in out_path */
+
+    /* periodic flush (IOLENS_FLUSH_S; flush.c in buffer.c) */
+    uint64_t flush_ns;          /* interval, 0 = off */
+    volatile uint64_t next_flush; /* ticks: the call path checks against this (a hint) */
+    uint64_t flush_due_ns;      /* monotonic ns: the real deadline */
+    volatile uint32_t flush_gen; /* +1 per elapsed interval: threads then hand their chunk over */
+    uint32_t interval;          /* interim files written in this segment */
+    int flushing;               /* inside a periodic flush: write even with IOLENS_SPILL=0 */
 };
 
 struct iol_tstate {
@@ -161,6 +169,7 @@ struct iol_tstate {
 IOL_HIDDEN extern struct iol_global g;
 extern IOL_TLS int iol_guard;
 extern IOL_TLS struct iol_chunk *iol_chunk_tls;
+extern IOL_TLS uint32_t iol_gen_tls; /* the flush generation this thread has caught up with */
 
 /* ---- core API -------------------------------------------------------------------- */
 
@@ -175,6 +184,10 @@ IOL_HIDDEN uint64_t iol_mono_ns(void);
 IOL_HIDDEN uint64_t iol_wall_ns(void);
 IOL_HIDDEN int iol_write_all(int fd, const void *buf, size_t len);
 IOL_HIDDEN void iol_out_close(void);
+IOL_HIDDEN void iol_flush_check(uint64_t now);
+IOL_HIDDEN void iol_flush_schedule(uint64_t now, uint64_t mono);
+IOL_HIDDEN int iol_close_interval(void);
+IOL_HIDDEN void iol_signals_init(void);
 
 /* files.c */
 IOL_HIDDEN void iol_files_init(void);
@@ -262,8 +275,8 @@ static inline int iol_is_meta(int op) { return op >= IOL_OP_OPEN && op != IOL_OP
  * Otherwise append. Only the first record with the same op and layer is considered, so
  * every run stays in time order.
  */
-static inline void iol_record(int op, int layer, uint32_t file, int64_t off, int64_t size,
-                              uint64_t t0, uint64_t t1)
+static inline void iol_record_one(int op, int layer, uint32_t file, int64_t off, int64_t size,
+                                  uint64_t t0, uint64_t t1)
 {
     struct iol_chunk *c = iol_chunk_tls;
     if (UNLIKELY(!c)) {
@@ -326,6 +339,17 @@ static inline void iol_record(int op, int layer, uint32_t file, int64_t off, int
     r->t_end = t1;
     r->dur = t1 - t0;
     __atomic_store_n(&c->n, n + 1, __ATOMIC_RELEASE);
+}
+
+/* Record, then see whether a periodic flush is due: two loads and a compare per call
+   (next_flush is UINT64_MAX when flushing is off, and the generation then never moves). */
+static inline void iol_record(int op, int layer, uint32_t file, int64_t off, int64_t size,
+                              uint64_t t0, uint64_t t1)
+{
+    iol_record_one(op, layer, file, off, size, t0, t1);
+    if (UNLIKELY(t1 >= __atomic_load_n(&g.next_flush, __ATOMIC_RELAXED) ||
+                 iol_gen_tls != __atomic_load_n(&g.flush_gen, __ATOMIC_RELAXED)))
+        iol_flush_check(t1);
 }
 
 /* ---- wrapper helpers ------------------------------------------------------------- */

@@ -285,7 +285,7 @@ IOL_HIDDEN void iol_spill_chunk(struct iol_chunk *c)
     uint32_t n = c->n;
     if (!n)
         return;
-    if (g.no_spill && g.state == IOL_ON) {
+    if (g.no_spill && g.state == IOL_ON && !g.flushing) {
         drop(c); /* mid-run and told not to write: keep only the summaries */
         return;
     }
@@ -407,6 +407,124 @@ static double calibrate(void)
 }
 
 /*
+ * Write the tables after the records (FILES, SUMMARY, HINTS, HEADER, END), close the
+ * .partial file and rename it into place: <base>.iolens, or <base>.<k>.iolens for interim
+ * file k. Summaries and counters are cumulative, so the last file covers the process.
+ * Caller holds g.lock; returns 1 if the file is in place.
+ */
+static int close_out(int interim)
+{
+    int ok = !g.out_failed;
+    int layouts = ok ? write_files() : -1;
+    int files_err = errno;
+    if (ok && layouts < 0) {
+        g.spool_errors++;
+        say_lost(files_err);
+    }
+    ok = ok && layouts >= 0;
+    ok = ok && write_section(IOL_SEC_SUMMARY, 0, g.sums,
+                             (uint64_t)g.nsums * sizeof(struct iol_summary)) == 0;
+    uint64_t hints_len = 0;
+    const void *hints = iol_mpiio_hints(&hints_len);
+    if (hints && hints_len)
+        ok = ok && write_section(IOL_SEC_HINTS, 0, hints, hints_len) == 0;
+
+    struct {
+        struct iol_header h;
+        char strings[256 + 256 + IOL_PATH_MAX + 128];
+    } hb;
+    memset(&hb, 0, sizeof hb);
+    struct iol_header *h = &hb.h;
+    if (g.dropped_records || g.dropped_files || g.missed_calls)
+        g.flags |= IOL_F_PARTIAL;
+    if (g.dropped_files)
+        g.flags |= IOL_F_FILES_CAPPED;
+    h->flags = g.flags | (interim ? IOL_F_INTERIM : 0);
+    h->clock = g.use_tsc ? IOL_CLOCK_TSC : IOL_CLOCK_MONO;
+    h->pid = g.pid;
+    h->ppid = g.ppid;
+    h->rank = g.rank;
+    h->uid = g.uid;
+    h->start_wall_ns = g.start_wall_ns;
+    h->end_wall_ns = iol_wall_ns();
+    h->base_ticks = g.base_ticks;
+    h->base_wall_ns = g.base_wall_ns;
+    h->ns_per_tick = calibrate();
+    h->calls = g.calls;
+    h->records = g.records;
+    h->dropped_records = g.dropped_records;
+    h->dropped_calls = g.dropped_calls;
+    h->missed_calls = g.missed_calls;
+    h->files = g.nfiles < g.files_cap ? g.nfiles : g.files_cap;
+    h->dropped_files = g.dropped_files;
+    h->spool_errors = g.spool_errors;
+    h->segment = g.segment;
+    h->budget_mb = (uint32_t)(g.budget >> 20);
+    h->layouts = layouts > 0 ? (uint32_t)layouts : 0;
+    h->layouts_lost = g.layouts_lost;
+    h->interval = interim ? g.interval + 1 : g.interval;
+    char *p = hb.strings;
+    const char *strs[4] = {g.job_id, g.host, g.exe, g.user};
+    uint16_t *lens[4] = {&h->len_job_id, &h->len_host, &h->len_exe, &h->len_user};
+    for (int i = 0; i < 4; i++) {
+        size_t n = strlen(strs[i]);
+        memcpy(p, strs[i], n);
+        *lens[i] = (uint16_t)n;
+        p += n;
+    }
+    ok = ok && write_section(IOL_SEC_HEADER, 0, &hb, sizeof *h + (uint64_t)(p - hb.strings)) == 0;
+    ok = ok && write_section(IOL_SEC_END, 0, NULL, 0) == 0;
+    if (g.out_fd >= 0) {
+        syscall(SYS_close, g.out_fd);
+        g.out_fd = -1;
+    }
+    if (g.out_created) {
+        int e;
+        int dfd = spool_dir(&e);
+        if (dfd >= 0) {
+            const char *name = g.out_path + g.out_name;
+            char final[IOL_PATH_MAX];
+            size_t n = strlen(name) - (sizeof ".partial" - 1);
+            memcpy(final, name, n);
+            final[n] = '\0';
+            if (interim) { /* <base>.iolens -> <base>.<k>.iolens */
+                char *p = final + n - (sizeof ".iolens" - 1), *end = final + sizeof final - 8;
+                p = put_str(p, end, ".");
+                p = put_u64(p, end, (uint64_t)g.interval + 1);
+                p = put_str(p, end, ".iolens");
+                *p = '\0';
+            }
+            if (!ok || syscall(SYS_renameat, dfd, name, dfd, final) != 0) {
+                if (ok)
+                    say_lost(errno);
+                syscall(SYS_unlinkat, dfd, name, 0);
+                ok = 0;
+            }
+            syscall(SYS_close, dfd);
+        } else {
+            say_lost(e);
+            ok = 0;
+        }
+    }
+    return ok;
+}
+
+/* End the current interval as an interim file if records went to it (else no file: an
+   interval without I/O leaves nothing); the next interval starts a new .partial file.
+   Caller holds g.lock, with every retained chunk written. */
+int iol_close_interval(void)
+{
+    if (!g.out_created || g.out_failed)
+        return 0;
+    int ok = close_out(1);
+    if (ok) {
+        g.interval++;
+        g.out_created = 0;
+    }
+    return ok;
+}
+
+/*
  * Write everything still in memory and the tables, then rename the file into place.
  * `trylock` is for _exit(), which may be called from a signal handler that interrupted a
  * thread holding the lock: then we give up rather than deadlock.
@@ -444,88 +562,7 @@ void iol_finalize(uint32_t flags, int trylock)
         pthread_mutex_unlock(&g.lock);
         goto out;
     }
-    int ok = !g.out_failed;
-    int layouts = ok ? write_files() : -1;
-    int files_err = errno;
-    if (ok && layouts < 0) {
-        g.spool_errors++;
-        say_lost(files_err);
-    }
-    ok = ok && layouts >= 0;
-    ok = ok && write_section(IOL_SEC_SUMMARY, 0, g.sums,
-                             (uint64_t)g.nsums * sizeof(struct iol_summary)) == 0;
-    uint64_t hints_len = 0;
-    const void *hints = iol_mpiio_hints(&hints_len);
-    if (hints && hints_len)
-        ok = ok && write_section(IOL_SEC_HINTS, 0, hints, hints_len) == 0;
-
-    struct {
-        struct iol_header h;
-        char strings[256 + 256 + IOL_PATH_MAX + 128];
-    } hb;
-    memset(&hb, 0, sizeof hb);
-    struct iol_header *h = &hb.h;
-    if (g.dropped_records || g.dropped_files || g.missed_calls)
-        g.flags |= IOL_F_PARTIAL;
-    if (g.dropped_files)
-        g.flags |= IOL_F_FILES_CAPPED;
-    h->flags = g.flags;
-    h->clock = g.use_tsc ? IOL_CLOCK_TSC : IOL_CLOCK_MONO;
-    h->pid = g.pid;
-    h->ppid = g.ppid;
-    h->rank = g.rank;
-    h->uid = g.uid;
-    h->start_wall_ns = g.start_wall_ns;
-    h->end_wall_ns = iol_wall_ns();
-    h->base_ticks = g.base_ticks;
-    h->base_wall_ns = g.base_wall_ns;
-    h->ns_per_tick = calibrate();
-    h->calls = g.calls;
-    h->records = g.records;
-    h->dropped_records = g.dropped_records;
-    h->dropped_calls = g.dropped_calls;
-    h->missed_calls = g.missed_calls;
-    h->files = g.nfiles < g.files_cap ? g.nfiles : g.files_cap;
-    h->dropped_files = g.dropped_files;
-    h->spool_errors = g.spool_errors;
-    h->segment = g.segment;
-    h->budget_mb = (uint32_t)(g.budget >> 20);
-    h->layouts = layouts > 0 ? (uint32_t)layouts : 0;
-    h->layouts_lost = g.layouts_lost;
-    char *p = hb.strings;
-    const char *strs[4] = {g.job_id, g.host, g.exe, g.user};
-    uint16_t *lens[4] = {&h->len_job_id, &h->len_host, &h->len_exe, &h->len_user};
-    for (int i = 0; i < 4; i++) {
-        size_t n = strlen(strs[i]);
-        memcpy(p, strs[i], n);
-        *lens[i] = (uint16_t)n;
-        p += n;
-    }
-    ok = ok && write_section(IOL_SEC_HEADER, 0, &hb, sizeof *h + (uint64_t)(p - hb.strings)) == 0;
-    ok = ok && write_section(IOL_SEC_END, 0, NULL, 0) == 0;
-    if (g.out_fd >= 0) {
-        syscall(SYS_close, g.out_fd);
-        g.out_fd = -1;
-    }
-    if (g.out_created) {
-        int e;
-        int dfd = spool_dir(&e);
-        if (dfd >= 0) {
-            const char *name = g.out_path + g.out_name;
-            char final[IOL_PATH_MAX];
-            size_t n = strlen(name) - (sizeof ".partial" - 1);
-            memcpy(final, name, n);
-            final[n] = '\0';
-            if (!ok || syscall(SYS_renameat, dfd, name, dfd, final) != 0) {
-                if (ok)
-                    say_lost(errno);
-                syscall(SYS_unlinkat, dfd, name, 0);
-            }
-            syscall(SYS_close, dfd);
-        } else {
-            say_lost(e);
-        }
-    }
+    close_out(0);
     pthread_mutex_unlock(&g.lock);
 out:
     iol_guard = saved_guard;

@@ -1,7 +1,9 @@
 """Ship the LD_PRELOAD tracer's per-process files from this node's spool.
 
 The tracer writes `<host>-<pid>-<start>-<seg>.iolens` atomically (`*.partial`, then
-rename), so every complete file here is final. Each becomes one batch carrying the file as
+rename), so every complete file here is whole; a running process also leaves interim
+files `<host>-<pid>-<start>-<seg>.<k>.iolens` every IOLENS_FLUSH_S seconds (disjoint
+records), shipped like any other as soon as they appear. Each becomes one batch carrying the file as
 written (`Batch.trace`): the server decodes it into the batch, with the same key,
 `iolens import trace` would give it, so the node agent needs no decoder (numpy, pyarrow).
 The file is deleted only after the agent has put the batch in its disk spool. A file whose
@@ -42,7 +44,7 @@ DEFAULT_DIR = Path("/var/spool/iolens/traces")
 # all the agent checks. tests/collect/test_tracer_spool.py keeps them equal.
 SUFFIX = ".iolens"
 MAGIC = b"IOLTRACE"
-READABLE_VERSIONS = (1, 2, 3)
+READABLE_VERSIONS = (1, 2, 3, 4)
 ENDIAN_MARK = 0x01020304
 SEC_END = 0x454E44
 #: A `.partial` file not written for this long is abandoned even if its pid looks alive
@@ -131,7 +133,9 @@ class TracerSpoolSource:
             names = sorted(os.listdir(dfd))  # str with surrogateescape: lossless bytes
             for name in names:
                 if name.endswith(SUFFIX + ".partial"):
-                    self._partial(dfd, name)
+                    stem = name[: -len(SUFFIX + ".partial")] + "."
+                    interim = any(n.startswith(stem) and n.endswith(SUFFIX) for n in names)
+                    self._partial(dfd, name, interim)
                 elif name.endswith(SUFFIX + ".lost"):
                     self._lost(dfd, name)
             shipped = 0
@@ -172,10 +176,11 @@ class TracerSpoolSource:
                 batch.extra["layouts"] = found
         return batch, partial(_release, spool, (st.st_dev, st.st_ino), name)
 
-    def _partial(self, dfd: int, name: str) -> None:
+    def _partial(self, dfd: int, name: str, interim: bool = False) -> None:
         """A `.partial` file whose process is gone (dead, or silent for longer than the
         bound) is removed with a log line: without its header section (written at exit)
-        its records have no time base, paths or identity, so nothing can be salvaged."""
+        its records have no time base, paths or identity, so nothing can be salvaged.
+        `interim`: the process left interim files, so only its last interval is lost."""
         try:
             st = os.lstat(name, dir_fd=dfd)
         except FileNotFoundError:
@@ -199,10 +204,11 @@ class TracerSpoolSource:
         self.removed_partial += 1
         log.warning(
             "tracer: removed the unfinished trace %s of user %s (%s): its process was killed "
-            "before writing the end of its trace, which is lost",
+            "before writing the end of its trace, %s",
             show(name),
             user_of(st.st_uid),
             why,
+            "whose last interval is lost (its interim files stay)" if interim else "which is lost",
         )
 
     def _lost(self, dfd: int, name: str) -> None:
@@ -312,7 +318,8 @@ def _release(spool: Path, ident: tuple[int, int], name: str) -> None:
 
 
 def _identity(stem: str) -> tuple[str, int | None, int]:
-    """(host, pid, start ns) from `<host>-<pid>-<start ns>-<segment>.iolens`."""
+    """(host, pid, start ns) from `<host>-<pid>-<start ns>-<segment>[.<k>].iolens` (`.<k>`:
+    interim file k)."""
     parts = stem[: -len(SUFFIX)].rsplit("-", 3) if stem.endswith(SUFFIX) else []
     if len(parts) == 4 and all(x.isascii() and x.isdigit() for x in parts[1:3]):
         return parts[0], int(parts[1]), int(parts[2])

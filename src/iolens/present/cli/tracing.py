@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import glob
 import json
 import os
 import shutil
@@ -42,6 +43,8 @@ def _load_traces(
     files = trace.spool_files(paths)
     totals = {"files": 0, "skipped": 0, "records": 0, "bad": 0}
     jobs: set[str] = set()
+    # process (segment) -> whether its final file was seen: interim files are part of it
+    final: dict[str, bool] = {}
     with open_db(db, create=True, op=op) as store, progress() as bar:
         task = bar.add_task("importing traces", total=len(files))
         for path, batch in trace.batches(files, job_id):
@@ -54,13 +57,23 @@ def _load_traces(
                 continue
             counts = load(store, batch)
             totals["files" if counts else "skipped"] += 1
+            process, interim = _process_of(batch.key)
+            final[process] = final.get(process, False) or not interim
             totals["records"] += counts.get("client_io", 0)
             jobs.update(trace.job_ids_of(batch))
         trace.refresh_traced_jobs(store, jobs, state)
         if jobs:
             analyze_jobs(store, sorted(jobs))
     totals["jobs"] = len(jobs)
+    totals["processes"] = len(final)
+    totals["interrupted"] = sum(not f for f in final.values())
     return totals
+
+
+def _process_of(key: str) -> tuple[str, bool]:
+    """A trace batch's process (segment) and whether it is an interim file (`:i<k>`)."""
+    head, sep, k = key.rpartition(":i")
+    return (head, True) if sep and k.isdigit() else (key, False)
 
 
 def trace(
@@ -147,7 +160,7 @@ def _after_run(
         totals = _store_traces(db, run_dir, job_id, state)
     except Exception as exc:  # locked, server down, disk full: the trace must survive
         kept = _keep(run_dir, spool_dir)
-        totals = {"files": 0, "skipped": 0, "records": 0, "jobs": 0, "bad": 0}
+        totals = {"files": 0, "skipped": 0, "records": 0, "jobs": 0, "bad": 0, "processes": 0}
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         err.print(
             f"iolens: the store cannot take the trace now ({reason}); it is kept in "
@@ -157,6 +170,11 @@ def _after_run(
             soft_wrap=True,
         )
     else:
+        if totals.get("interrupted"):
+            warnings.append(
+                f"{totals['interrupted']} process(es) killed before its final flush (SIGKILL, "
+                "out of memory): their trace is partial, up to their last interim file"
+            )
         if totals.get("bad"):
             bad = _keep(run_dir / "bad", spool_dir / "bad")
             warnings.append(f"{totals['bad']} trace file(s) did not decode: kept in {bad}")
@@ -180,7 +198,8 @@ def _after_run(
         print(to_json(summary))
     elif kept is None:
         err.print(
-            f"iolens: traced {totals['files']} process(es), {totals['records']:,} records "
+            f"iolens: traced {totals.get('processes', totals['files'])} process(es), "
+            f"{totals['records']:,} records "
             f"as job {job_id}; see `iolens job {job_id}`"
         )
     for w in warnings:
@@ -207,7 +226,10 @@ def _unfinished(run_dir: Path) -> list[str]:
             parts = name[: -len(SUFFIX_PARTIAL)].rsplit("-", 3)
             pid, start = (int(parts[1]), int(parts[2])) if len(parts) == 4 else (0, 0)
             if not pid or not pid_alive(pid, start):
-                killed.append(str(pid))
+                # with interim files its trace is partial, said when they load; else lost
+                stem = name[: -len(SUFFIX_PARTIAL)]
+                if not any(run_dir.glob(f"{glob.escape(stem)}.*.iolens")):
+                    killed.append(str(pid))
                 path.unlink(missing_ok=True)
     out = []
     if lost:
