@@ -1,14 +1,21 @@
 """Predicted against measured savings on the mini cluster (issue 22, part 5).
 
 For each recommendation this cluster can apply, the same program runs before and after
-the change, REPS times each, interleaved, as an ordinary user through sbatch + srun with
-the tracer preloaded. iolens predicts the saving from the "before" runs alone (the
-finding's `gain.seconds`, `analyze/savings.py`); the measurement is the programs' own
-clocks: the I/O time before minus after (medians over the runs). The table goes to
-$IOLENS_MC/savings.md (docs/accuracy.md quotes it).
+the change, REPS times each, interleaved (before, after, before, after, ...), as an
+ordinary user through sbatch + srun with the tracer preloaded. iolens predicts the saving
+from each "before" run alone (the finding's `gain.seconds`, `analyze/savings.py`); the
+measurement is the programs' own clocks: that run's I/O time minus the next "after"
+run's, so each pair shares the machine's state. A site has history, so the store first
+sees one run of each "after" program (what a byte costs in large calls there). Per
+change, the median over its pairs; a change that saved under NO_GAIN of the I/O time
+here must be predicted under it too (no gain promised where there is none), the others
+are scored by relative error. The table goes to $IOLENS_MC/savings.md (docs/accuracy.md
+quotes it).
 
 Not applicable here, so not measured: striping (no Lustre), read-ahead (a Lustre client
-setting), and N-1 -> N-M at scale (IOL001 needs >= 32 processes; the cluster has 4).
+setting), N-1 -> N-M at scale (IOL001 needs >= 32 processes; the cluster has 4), and
+collective buffering of small requests (4 ranks on 2 cores over TCP: a 4 KiB collective
+call costs ~60 ms here, so the "before" run would take minutes).
 """
 
 from __future__ import annotations
@@ -24,9 +31,11 @@ from tests.cluster.harness import Cluster, Job
 
 pytestmark = pytest.mark.cluster
 
-REPS = 3
+REPS = 5
 #: The goal of issue 22: median relative error of the predicted saving, and the sign.
 MAX_MEDIAN_ERROR = 0.30
+#: A saving under this share of the I/O time is no gain (run-to-run noise is about that).
+NO_GAIN = 0.10
 
 
 @dataclass
@@ -36,7 +45,9 @@ class Case:
     opts: str
     before: str
     after: str
-    runs: dict[str, list[Job]] = field(default_factory=lambda: {"before": [], "after": []})
+    runs: dict[str, list[Job]] = field(
+        default_factory=lambda: {"history": [], "before": [], "after": []}
+    )
 
 
 def _cases(c: Cluster) -> list[Case]:
@@ -45,8 +56,8 @@ def _cases(c: Cluster) -> list[Case]:
     return [
         Case("4 KiB -> 1 MiB requests, file per process", "IOL004", "-N4 -n4",
              f"srun {bench} nn {d} 4 16384", f"srun {bench} nn {d} 1024 64"),
-        Case("4 KiB -> 1 MiB collective requests, shared file", "IOL004", "-N4 -n4",
-             f"srun {bench} n1 {d} 4 4096", f"srun {bench} n1 {d} 1024 16"),
+        Case("4 KiB -> 1 MiB requests, one shared file", "IOL004", "-N4 -n4",
+             f"srun {bench} n1i {d} 4 8192", f"srun {bench} n1i {d} 1024 32"),
         Case("3,000 -> 30 files per rank", "IOL005", "-N2 -n4",
              f"srun {md} {d} 3000", f"srun {md} {d} 30"),
     ]  # fmt: skip
@@ -65,6 +76,9 @@ def _io_seconds(job: Job) -> float:
 @pytest.fixture(scope="module")
 def cases(cluster: Cluster) -> list[Case]:
     todo = _cases(cluster)
+    for case in todo:
+        job = cluster.sbatch("iolensa", "save-history", case.opts, case.after)
+        case.runs["history"].append(job)
     for _ in range(REPS):
         for case in todo:
             for when in ("before", "after"):
@@ -89,30 +103,36 @@ def _predicted(cluster: Cluster, case: Case) -> list[float]:
 
 
 def test_predicted_savings_match_the_measured_ones(cluster, cases):
-    rows, errors = [], []
+    rows = []
     for case in cases:
-        pred = statistics.median(_predicted(cluster, case))
-        before = statistics.median(_io_seconds(j) for j in case.runs["before"])
-        after = statistics.median(_io_seconds(j) for j in case.runs["after"])
-        measured = before - after
-        err = abs(pred - measured) / measured if measured > 0 else float("inf")
-        errors.append(err)
-        rows.append((case, before, after, measured, pred, err))
+        pred = _predicted(cluster, case)
+        before = [_io_seconds(j) for j in case.runs["before"]]
+        measured = [b - _io_seconds(a) for b, a in zip(before, case.runs["after"], strict=True)]
+        rows.append((case, statistics.median(before), statistics.median(measured),
+                     statistics.median(pred)))  # fmt: skip
     lines = [
-        "| change | finding | before (s) | after (s) | measured saving (s) | predicted (s) "
-        "| error |",
-        "|---|---|---|---|---|---|---|",
+        "| change | finding | I/O time before (s) | measured saving (s) | predicted (s) | error |",
+        "|---|---|---|---|---|---|",
     ]
-    for case, before, after, measured, pred, err in rows:
+    errors, wrong = [], []
+    for case, before, measured, pred in rows:
+        if measured < NO_GAIN * before:  # no gain here: none may be promised
+            err = "no gain" + ("" if pred < NO_GAIN * before else ", but predicted one")
+            if pred >= NO_GAIN * before:
+                wrong.append(case.label)
+        else:
+            errors.append(abs(pred - measured) / measured)
+            err = f"{errors[-1]:.0%}"
+            if pred < NO_GAIN * before:
+                wrong.append(case.label)
         lines.append(
-            f"| {case.label} | {case.code} | {before:.3f} | {after:.3f} | {measured:.3f} "
-            f"| {pred:.3f} | {err:.0%} |"
+            f"| {case.label} | {case.code} | {before:.3f} | {measured:.3f} | {pred:.3f} | {err} |"
         )
-    lines.append(f"\nmedian error {statistics.median(errors):.0%} over {len(rows)} changes, "
-                 f"{REPS} runs each before and after (medians)")  # fmt: skip
+    med = statistics.median(errors) if errors else 0.0
+    lines.append(f"\nmedian error {med:.0%} over the {len(errors)} changes that saved time; "
+                 f"{REPS} pairs of runs each (medians)")  # fmt: skip
     (cluster.mc / "savings.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-    for case, _b, _a, measured, pred, _e in rows:
-        assert measured > 0, f"{case.label}: the change did not help here ({measured:.3f} s)"
-        assert pred > 0, f"{case.label}: predicted no saving, measured {measured:.3f} s"
-    assert statistics.median(errors) <= MAX_MEDIAN_ERROR, "\n".join(lines)
+    assert not wrong, f"gain and prediction disagree: {wrong}\n" + "\n".join(lines)
+    assert errors, "no change saved time here: nothing to score\n" + "\n".join(lines)
+    assert med <= MAX_MEDIAN_ERROR, "\n".join(lines)

@@ -223,17 +223,19 @@ def _capacity(store: Store, report: JobReport, io500: dict[str, Any] | None) -> 
 RATE_WINDOW_DAYS = 30
 
 #: The application's own calls: each file's outermost traced layer (MPI-IO over POSIX,
-#: stdio over POSIX), whose requests are the ones a fix makes larger.
+#: stdio over POSIX), whose requests are the ones a fix makes larger, and whether the
+#: file is shared (more than one process touched it: a byte costs more there).
 _OUTERMOST = """
     WITH outer_layer AS (
-        SELECT file_id, max(CASE layer WHEN 'posix' THEN 0 WHEN 'stdio' THEN 1 ELSE 2 END) AS l
+        SELECT file_id, max(CASE layer WHEN 'posix' THEN 0 WHEN 'stdio' THEN 1 ELSE 2 END) AS l,
+               count(DISTINCT (node, pid)) > 1 AS shared
         FROM client_io WHERE job_id = ? AND op IN ('read', 'write') GROUP BY file_id
     ), d AS (
-        SELECT c.op, c.layer, c.size, c."count"::DOUBLE AS n,
+        SELECT c.op, c.layer, o.shared, c.size, c."count"::DOUBLE AS n,
                (c."count" * c.size)::DOUBLE AS nb, c.dur_ns::DOUBLE / 1e9 AS t
-        FROM client_io c JOIN outer_layer USING (file_id)
+        FROM client_io c JOIN outer_layer o USING (file_id)
         WHERE c.job_id = ? AND c.op IN ('read', 'write') AND c.dur_ns IS NOT NULL
-          AND (CASE c.layer WHEN 'posix' THEN 0 WHEN 'stdio' THEN 1 ELSE 2 END) = outer_layer.l
+          AND (CASE c.layer WHEN 'posix' THEN 0 WHEN 'stdio' THEN 1 ELSE 2 END) = o.l
     )
 """
 #: Sums of the least-squares fit t = a*n + b*nb over records (n calls, nb bytes, t s).
@@ -257,7 +259,7 @@ class Fit:
 
 def fit(sums: dict[str, Any]) -> Fit | None:
     """The fit from `_FIT_SUMS` (no intercept: a record of no calls takes no time); None
-    when the sizes do not tell latency from transfer, or a part comes out negative."""
+    when the sizes do not tell latency from transfer, or larger calls were not slower."""
     if not sums.get("m") or int(sums["m"]) <= 2:
         return None
     nn, nnb, bb, tn, tb, tt = (float(sums[k] or 0) for k in ("nn", "nnb", "bb", "tn", "tb", "tt"))
@@ -266,8 +268,10 @@ def fit(sums: dict[str, Any]) -> Fit | None:
         return None
     a = (tn * bb - tb * nnb) / det
     b = (nn * tb - nnb * tn) / det
-    if a < 0 or b < 0:
+    if b < 0:  # larger calls were not slower: nothing to tell the parts apart by
         return None
+    if a < 0:  # small calls cheaper than their bytes' share: all transfer, no overhead
+        return Fit(0.0, tb / bb, 0.0)
     rss = tt - 2 * a * tn - 2 * b * tb + a * a * nn + 2 * a * b * nnb + b * b * bb
     return Fit(a, b, math.sqrt(max(rss, 0.0) / (int(sums["m"]) - 2) * bb / det))
 
@@ -281,15 +285,16 @@ def call_cost(store: Store, job_id: str) -> CallCost | None:
 
     1. a least-squares fit of the job's own records, when their sizes spread enough to
        tell the two parts apart (`Fit.determined`);
-    2. the cost per byte the same fit finds over other jobs' records of the same layer and
-       direction on this store in the last RATE_WINDOW_DAYS (a job of one request size
+    2. the cost per byte the same fit finds over other jobs' records of the same layer,
+       direction and sharing (a shared file's bytes cost more) on this store in the last
+       RATE_WINDOW_DAYS (a job of one request size
        cannot tell its latency from its transfer time, the system's other jobs can); the
        latency is then the rest of the job's time per call;
     3. all of a call's time counted as its latency (an upper bound on the overhead).
     """
     per = store.query(
-        _OUTERMOST + f"SELECT op, layer, sum(n) AS calls, sum(nb) AS nbytes, sum(t) AS secs, "
-        f"{_FIT_SUMS} FROM d GROUP BY op, layer ORDER BY op, layer",
+        _OUTERMOST + "SELECT op, layer, shared, sum(n) AS calls, sum(nb) AS nbytes, "
+        f"sum(t) AS secs, {_FIT_SUMS} FROM d GROUP BY ALL ORDER BY op, layer, shared",
         [job_id, job_id],
     ).to_pylist()
     calls = sum(int(r["calls"] or 0) for r in per)
@@ -304,13 +309,14 @@ def call_cost(store: Store, job_id: str) -> CallCost | None:
     costs = _system_costs(store, job_id)
     transfer, known, basis = 0.0, 0, []
     for r in per:
-        cost = costs.get((r["op"], r["layer"]))
+        cost = costs.get((r["op"], r["layer"], r["shared"]))
         if cost is None:  # a side stream (a library's reads): its time counts as overhead
             continue
         known += int(r["calls"] or 0)
         transfer += float(r["nbytes"] or 0) * cost
         if (r["calls"] or 0) >= calls / 10:  # the streams that matter, in the sentence
-            basis.append(f"{r['layer']} {r['op']}s at {rate_text(1 / cost)}")
+            kind = "shared-file " if r["shared"] else ""
+            basis.append(f"{r['layer']} {kind}{r['op']}s at {rate_text(1 / cost)}")
     if known >= calls / 2:
         latency = max(secs - transfer, 0.0) / calls
         text = "transfer at the rate other jobs' calls show: " + "; ".join(basis)
@@ -332,20 +338,25 @@ def _spread(store: Store, job_id: str, calls: int) -> bool:
     return hi >= 4 * lo
 
 
-def _system_costs(store: Store, job_id: str) -> dict[tuple[str, str], float]:
-    """(op, layer) -> seconds per byte fitted over other jobs' records in the
+def _system_costs(store: Store, job_id: str) -> dict[tuple[str, str, bool], float]:
+    """(op, layer, shared file) -> seconds per byte fitted over other jobs' records in the
     RATE_WINDOW_DAYS before this job ended (where their sizes tell it)."""
     rows = store.query(
         f"""
-        WITH d AS (
-            SELECT c.op, c.layer, c."count"::DOUBLE AS n, (c."count" * c.size)::DOUBLE AS nb,
-                   c.dur_ns::DOUBLE / 1e9 AS t
-            FROM client_io c, (SELECT coalesce("end", now()::TIMESTAMP) AS e FROM jobs
-                               WHERE job_id = ?) j
+        WITH c AS (
+            SELECT c.* FROM client_io c, (SELECT coalesce("end", now()::TIMESTAMP) AS e
+                                          FROM jobs WHERE job_id = ?) j
             WHERE c.job_id <> ? AND c.op IN ('read', 'write') AND c.dur_ns > 0
               AND c.t_start <= j.e AND c.t_start >= j.e - INTERVAL {RATE_WINDOW_DAYS} DAY
+        ), sh AS (
+            SELECT job_id, file_id, count(DISTINCT (node, pid)) > 1 AS shared
+            FROM c GROUP BY job_id, file_id
+        ), d AS (
+            SELECT c.op, c.layer, sh.shared, c."count"::DOUBLE AS n,
+                   (c."count" * c.size)::DOUBLE AS nb, c.dur_ns::DOUBLE / 1e9 AS t
+            FROM c JOIN sh USING (job_id, file_id)
         )
-        SELECT op, layer, {_FIT_SUMS} FROM d GROUP BY op, layer
+        SELECT op, layer, shared, {_FIT_SUMS} FROM d GROUP BY ALL
         """,
         [job_id, job_id],
     ).to_pylist()
@@ -353,5 +364,5 @@ def _system_costs(store: Store, job_id: str) -> dict[tuple[str, str], float]:
     for r in rows:
         f = fit(r)
         if f is not None and f.cost > 0:
-            out[(r["op"], r["layer"])] = f.cost
+            out[(r["op"], r["layer"], bool(r["shared"]))] = f.cost
     return out

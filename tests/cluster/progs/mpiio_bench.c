@@ -11,7 +11,9 @@
  *       nn  every rank opens its own file (MPI_COMM_SELF) and writes/reads it
  *           independently (MPI_File_write_at / MPI_File_read_at);
  *       nm  the ranks split into GROUPS communicators, each writing one shared file
- *           collectively: N processes aggregate into M = GROUPS files.
+ *           collectively: N processes aggregate into M = GROUPS files;
+ *       n1i as n1, but every rank writes and reads its blocks independently
+ *           (MPI_File_write_at / MPI_File_read_at: no collective buffering).
  * Each rank writes BLOCKS blocks of BLOCK_KIB KiB (defaults 1024 KiB x 32), pausing
  * PAUSE_MS (default 0) between blocks, as an application computing between writes does:
  * a phase then lasts long enough for its timing to be measured to 1 % on a busy machine,
@@ -54,7 +56,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc < 3) {
         if (rank == 0)
-            fprintf(stderr, "usage: %s n1|nn|nm DIR [BLOCK_KIB] [BLOCKS] [GROUPS] [PAUSE_MS]\n",
+            fprintf(stderr, "usage: %s n1|n1i|nn|nm DIR [BLOCK_KIB] [BLOCKS] [GROUPS] [PAUSE_MS]\n",
                     argv[0]);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
@@ -63,7 +65,7 @@ int main(int argc, char **argv)
     int blocks = argc > 4 ? atoi(argv[4]) : 32;
     int groups = argc > 5 ? atoi(argv[5]) : 2;
     int pause = argc > 6 ? atoi(argv[6]) : 0;
-    if (strcmp(mode, "n1") && strcmp(mode, "nn") && strcmp(mode, "nm")) {
+    if (strcmp(mode, "n1") && strcmp(mode, "n1i") && strcmp(mode, "nn") && strcmp(mode, "nm")) {
         if (rank == 0)
             fprintf(stderr, "unknown mode %s\n", mode);
         MPI_Abort(MPI_COMM_WORLD, 2);
@@ -100,6 +102,7 @@ int main(int argc, char **argv)
     for (long i = 0; i < block; i++)
         buf[i] = (char)('a' + (rank + i) % 26);
     int shared = strcmp(mode, "nn") != 0;
+    int collective = shared && strcmp(mode, "n1i") != 0;
     MPI_Info info;
     MPI_Info_create(&info);
     MPI_Info_set(info, "cb_buffer_size", "4194304"); /* hints iolens should record */
@@ -117,7 +120,7 @@ int main(int argc, char **argv)
     long long mine = 0;
     for (int b = 0; b < blocks; b++) {
         MPI_Offset off = shared ? ((MPI_Offset)b * csize + crank) * block : (MPI_Offset)b * block;
-        if (shared)
+        if (collective)
             rc = MPI_File_write_at_all(fh, off, buf, (int)block, MPI_BYTE, MPI_STATUS_IGNORE);
         else
             rc = MPI_File_write_at(fh, off, buf, (int)block, MPI_BYTE, MPI_STATUS_IGNORE);
@@ -142,7 +145,7 @@ int main(int argc, char **argv)
     mine = 0;
     for (int b = 0; b < blocks; b++) {
         MPI_Offset off = shared ? ((MPI_Offset)b * csize + crank) * block : (MPI_Offset)b * block;
-        if (shared)
+        if (collective)
             rc = MPI_File_read_at_all(fh, off, buf, (int)block, MPI_BYTE, MPI_STATUS_IGNORE);
         else
             rc = MPI_File_read_at(fh, off, buf, (int)block, MPI_BYTE, MPI_STATUS_IGNORE);
