@@ -1,6 +1,7 @@
 """`iolens darshan LOG --json` against `drishti LOG` and today's per-log path (issue 21).
 
     PYTHONPATH=src .venv/bin/python bench/darshan_cli.py [--repeat 5] [--out FILE.json]
+        [--log SUBSTRING]... [--method NAME]...
 
 Each method runs as a fresh process per log, as a user runs it on one log: start-up,
 reading, diagnosis, output. The methods alternate within each round (the order rotates
@@ -92,7 +93,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--out", type=Path)
+    ap.add_argument(
+        "--log",
+        action="append",
+        metavar="SUBSTRING",
+        help="only the picked logs whose path contains SUBSTRING (repeatable)",
+    )
+    ap.add_argument(
+        "--method",
+        action="append",
+        choices=METHODS,
+        help="only this method (repeatable; default: all three)",
+    )
     args = ap.parse_args()
+    methods = tuple(m for m in METHODS if not args.method or m in args.method)
     # an installed package comes with its bytecode (pip compiles it), Drishti's too: without
     # it (PYTHONDONTWRITEBYTECODE, a source tree) every run would compile iolens again
     import compileall
@@ -100,17 +114,22 @@ def main() -> None:
     import iolens
 
     compileall.compile_dir(Path(iolens.__file__).parent, quiet=1)
-    logs = [LOGS / p for p in PICKS if (LOGS / p).is_file()]
+    logs = [
+        LOGS / p
+        for p in PICKS
+        if (LOGS / p).is_file() and (not args.log or any(s in p for s in args.log))
+    ]
     if not logs:
         sys.exit(f"no logs under {LOGS}")
     runs: dict[str, dict[str, list[tuple[float, float, float]]]] = {
-        m: {str(log): [] for log in logs} for m in METHODS
+        m: {str(log): [] for log in logs} for m in methods
     }
     with tempfile.TemporaryDirectory(prefix="iolens-bench-") as tmp:
         n = 0
         for r in range(args.repeat):
             for log in logs:
-                order = METHODS[r % 3 :] + METHODS[: r % 3]
+                k = r % len(methods)
+                order = methods[k:] + methods[:k]
                 for m in order:
                     n += 1
                     wall, cpu, rss, code, out = child(command(m, log, Path(tmp), n))
@@ -120,7 +139,7 @@ def main() -> None:
                     print(f"round {r + 1} {m:15s} {wall:6.2f} s {cpu:6.2f} s CPU {rss:6.0f} MiB "
                           f"{log.name}", file=sys.stderr)  # fmt: skip
     rows, summary = [], {}
-    for m in METHODS:
+    for m in methods:
         walls = [statistics.median(w for w, _, _ in v) for v in runs[m].values()]
         cpus = [statistics.median(c for _, c, _ in v) for v in runs[m].values()]
         peaks = [max(r for _, _, r in v) for v in runs[m].values()]
@@ -137,12 +156,12 @@ def main() -> None:
             f"{statistics.median(w for w, _, _ in runs[m][log]):.2f} / "
             f"{statistics.median(c for _, c, _ in runs[m][log]):.2f} / "
             f"{max(r for _, _, r in runs[m][log]):.0f}"
-            for m in METHODS
+            for m in methods
         ]
-        for log in runs[METHODS[0]]
+        for log in runs[methods[0]]
     ]
     print()
-    print(table(["log (wall s / CPU s / MiB)", *METHODS], per_log))
+    print(table(["log (wall s / CPU s / MiB)", *methods], per_log))
     if args.out:
         args.out.write_text(json.dumps({"logs": [str(p) for p in logs], **summary}, indent=1))
 

@@ -141,6 +141,7 @@ def test_imports_only_what_a_log_needs(tmp_path: Path) -> None:
         loaded = {ln.split("|")[-1].strip() for ln in res.stderr.splitlines() if "|" in ln}
         assert not {m for m in loaded if m.split(".")[0] in NOT_NEEDED}
         assert "pandas" in loaded and "iolens.analyze.darshan" in loaded  # read and diagnosed
+        assert "iolens.analyze.findings" not in loaded  # the job rules: no Darshan titles
         parsed = {"pycparser", "darshan"} & {m.split(".")[0] for m in loaded}
         assert parsed if first else not parsed, parsed
 

@@ -107,5 +107,16 @@ def catalog() -> dict[str, RuleDoc]:
     return out
 
 
-def titles() -> dict[str, str]:
-    return {code: doc.title for code, doc in catalog().items()}
+def titles(families: tuple[str, ...] | None = None) -> dict[str, str]:
+    """Each code's one-line summary; only the rules of `families` (keys of `FAMILIES`:
+    "findings", "zoomin", "drishti", "expert") when given, which imports no other family
+    (`iolens darshan` names Darshan findings only: not the job rules' modules)."""
+    if families is None:
+        return {code: doc.title for code, doc in catalog().items()}
+    out = {}
+    for _, _, key in FAMILIES:
+        if key in families:
+            for rule in _family_rules(key):
+                cls = rule if isinstance(rule, type) else type(rule)
+                out[cls.code] = _parse(cls.__doc__ or cls.name)[0]
+    return out

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from iolens.analyze.darshan import groups
 from iolens.analyze.darshan.drishti import thresholds as T
 from iolens.analyze.darshan.rule import DarshanRule, RuleContext
 from iolens.model.darshan import DarshanJob
@@ -157,9 +158,32 @@ def path(job: DarshanJob, rid: Any) -> str:
 
 
 def per_file(df: pd.DataFrame, values: dict[str, pd.Series], how: str = "sum") -> pd.DataFrame:
-    """`values` (Series aligned with `df`) aggregated per file id."""
-    frame = pd.DataFrame({"id": df["id"], **values})
-    return frame.groupby("id").agg(how)
+    """`values` (Series with the index of `df`) aggregated per file id ("sum" or "max"),
+    by id: `df.groupby("id").agg(how)` of `values`, in numpy (`groups`: a groupby costs
+    a fraction of a millisecond whatever the rows, and the rules make dozens)."""
+    if how not in ("sum", "max"):
+        raise ValueError(f"per_file: sum or max, not {how!r}")
+    for v in values.values():
+        if not v.index.equals(df.index):
+            raise ValueError("per_file: values must have the index of the records")
+    ids = df["id"].to_numpy()
+    if not len(ids):
+        return pd.DataFrame({"id": df["id"], **values}).groupby("id").agg(how)
+    order = np.argsort(ids, kind="stable")
+    starts = groups.starts_of(ids[order])
+    # pandas sums floats in row order, with np.add.reduceat when the ids come sorted and
+    # Kahan's compensation otherwise (`groups`)
+    in_order = bool((order == np.arange(len(order))).all())
+    out = {}
+    for name, v in values.items():
+        x = v.to_numpy()[order]
+        if x.dtype == bool and how == "sum":
+            x = x.astype(np.int64)
+        if how == "max":
+            out[name] = groups.maxima(x, starts)
+        else:
+            out[name] = groups.sums(x, starts, compensated=not in_order)
+    return pd.DataFrame(out, index=pd.Index(ids[order][starts], name="id"))
 
 
 def top_files(

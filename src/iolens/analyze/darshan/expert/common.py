@@ -166,26 +166,3 @@ def fs_type(job: DarshanJob, path: str) -> str | None:
         if inside and (best is None or len(m) > best[0]):
             best = (len(m), kind)
     return best[1] if best else None
-
-
-# --- time intervals ---------------------------------------------------------------------
-
-
-def busy_by(frame: pd.DataFrame, keys: list[str]) -> pd.Series:
-    """Seconds covered by the union of the intervals [start, end) of each group of
-    `keys` in DXT rows `frame` (overlapping calls counted once), indexed by the keys."""
-    if not len(frame):
-        return pd.Series(dtype=float)
-    f = frame.sort_values([*keys, "start"], kind="stable")
-    code = f.groupby(keys, sort=False).ngroup().to_numpy()
-    s = f["start"].to_numpy(float)
-    e = np.maximum(f["end"].to_numpy(float), s)
-    reach = pd.Series(e).groupby(code).cummax().to_numpy()
-    # a block opens at each group's first interval and wherever one starts after every
-    # earlier interval of the group has ended
-    new = np.r_[True, code[1:] != code[:-1]] | np.r_[False, s[1:] > reach[:-1]]
-    starts = np.flatnonzero(new)
-    ends = np.r_[starts[1:] - 1, len(s) - 1]
-    length = pd.Series(reach[ends] - s[starts]).groupby(code[starts]).sum()
-    index = f.iloc[np.flatnonzero(np.r_[True, code[1:] != code[:-1]])][keys]
-    return pd.Series(length.to_numpy(), index=pd.MultiIndex.from_frame(index))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from iolens.analyze.darshan import groups
 from iolens.analyze.darshan.zoomin.records import data_records
 from iolens.model.darshan import DarshanJob
 
@@ -53,29 +54,43 @@ def file_stats(job: DarshanJob, recs: pd.DataFrame | None = None) -> pd.DataFram
     recs = data_records(job) if recs is None else recs
     if not len(recs):
         return pd.DataFrame(columns=list(FILE_COLUMNS))
-    r = recs.copy()
-    r["shared"] = r["rank"] < 0
+    # per file in order of first appearance, in numpy (`groups`: a groupby per figure cost
+    # more than the rest of this table)
+    ids = recs["id"].to_numpy()
+    code, order, at = groups.by_first_seen(ids)
+    in_order = bool((order == np.arange(len(order))).all())
+    rank = recs["rank"].to_numpy()
+    shared = rank < 0
+
+    def col(name: str) -> np.ndarray:
+        return recs[name].to_numpy()[order]
+
+    def total(name: str) -> np.ndarray:
+        return groups.sums(col(name), at, compensated=not in_order)
+
+    def earliest(name: str) -> np.ndarray:  # 0 = never happened; kept out of the minimum
+        x = col(name).astype(float)
+        return groups.minima(np.where(x > 0, x, np.nan), at)
+
     # a shared record's own slowest-rank time; a per-rank record's whole time
-    r["rank_time"] = np.where(r["shared"], r["slowest_time"], r["io_time"])
-    for col in ("write_start", "read_start"):  # 0 = never happened; keep out of the minimum
-        r[col] = r[col].where(r[col] > 0)
-    g = r.groupby("id", sort=False)
+    rank_time = np.where(shared, recs["slowest_time"], recs["io_time"])[order]
     out = pd.DataFrame(
         {
-            "bytes": g["bytes"].sum(),
-            "bytes_read": g["bytes_read"].sum(),
-            "bytes_written": g["bytes_written"].sum(),
-            "requests": g["requests"].sum(),
-            "io_time": g["rank_time"].max(),
-            "max_byte": g["max_byte"].max(),
-            "shared": g["shared"].any(),
-            "nrank": g["rank"].nunique(),
-            "write_start": g["write_start"].min(),
-            "write_end": g["write_end"].max(),
-            "read_start": g["read_start"].min(),
-            "read_end": g["read_end"].max(),
+            "id": ids[order][at],
+            "bytes": total("bytes"),
+            "bytes_read": total("bytes_read"),
+            "bytes_written": total("bytes_written"),
+            "requests": total("requests"),
+            "io_time": groups.maxima(rank_time, at),
+            "max_byte": groups.maxima(col("max_byte"), at),
+            "shared": np.logical_or.reduceat(shared[order], at),
+            "nrank": groups.distinct(rank, code, len(at)),
+            "write_start": earliest("write_start"),
+            "write_end": groups.maxima(col("write_end"), at),
+            "read_start": earliest("read_start"),
+            "read_end": groups.maxima(col("read_end"), at),
         }
-    ).reset_index()
+    )
     out["id"] = out["id"].astype(np.uint64)
     out[["write_start", "read_start"]] = out[["write_start", "read_start"]].fillna(0.0)
     out["ranks"] = np.where(out["shared"], max(job.nprocs, 1), out["nrank"]).astype(np.int64)
