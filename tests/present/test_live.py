@@ -68,6 +68,33 @@ def slice_batch(job_id: str, k: int, first: bool) -> Batch:
     return Batch(source="tracer", key=f"live:{job_id}:{k}", jobs=jobs, client_io=io)
 
 
+def history_store(db) -> dict[str, str]:
+    """A store with three earlier full-speed runs of the app, analysed (their phases are
+    the baseline), and the accounts alice (the owner) and bob; returns their tokens."""
+    with DuckDBStore(db) as store:
+        for i in range(3):
+            start = T0 - timedelta(days=3 - i)
+            end = start + timedelta(minutes=12)
+            load(store, Batch(
+                source="test", key=f"old{i}",
+                jobs=pa.Table.from_pylist([job_row(f"old{i}", start, end)], schema=JOBS),
+                client_io=pa.Table.from_pylist(
+                    records(f"old{i}", start + timedelta(seconds=30), 600, NORMAL),
+                    schema=CLIENT_IO),
+            ))  # fmt: skip
+        analyze_jobs(store)
+        return {n: add_user(store, n) for n in ("alice", "bob")}
+
+
+def ship(base: str, job_id: str, k: int) -> datetime:
+    """POST slice `k` of the running job as the tracer would; returns its data end."""
+    body = wire.encode(slice_batch(job_id, k, k == 0))
+    agent = {"Authorization": f"Bearer {TOKEN}"}
+    res = httpx.post(base + INGEST_PATH, content=body, headers=agent, timeout=10)
+    assert res.status_code == 200, res.text
+    return T0 + timedelta(seconds=(k + 1) * SLICE_S)
+
+
 def wait_for(check, timeout: float = 60.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -80,19 +107,7 @@ def wait_for(check, timeout: float = 60.0):
 
 def test_a_mid_run_slowdown_shows_on_the_live_endpoint_within_two_minutes(tmp_path):
     db, port, log = tmp_path / "s.duckdb", free_port(), tmp_path / "serve.log"
-    with DuckDBStore(db) as store:
-        for i in range(3):  # three earlier runs at full speed: the history
-            start = T0 - timedelta(days=3 - i)
-            end = start + timedelta(minutes=12)
-            load(store, Batch(
-                source="test", key=f"old{i}",
-                jobs=pa.Table.from_pylist([job_row(f"old{i}", start, end)], schema=JOBS),
-                client_io=pa.Table.from_pylist(
-                    records(f"old{i}", start + timedelta(seconds=30), 600, NORMAL),
-                    schema=CLIENT_IO),
-            ))  # fmt: skip
-        analyze_jobs(store)
-        tokens = {n: add_user(store, n) for n in ("alice", "bob")}
+    tokens = history_store(db)
     hook = Webhook()
     server = start_server(
         db, port, log, "--analyze-every", "0", "--components-every", "0", "--live-every", "1"
@@ -109,11 +124,7 @@ def test_a_mid_run_slowdown_shows_on_the_live_endpoint_within_two_minutes(tmp_pa
 
         seen: list[dict] = []
         for k in range(16):
-            body = wire.encode(slice_batch("run1", k, k == 0))
-            agent = {"Authorization": f"Bearer {TOKEN}"}
-            res = httpx.post(base + INGEST_PATH, content=body, headers=agent, timeout=10)
-            assert res.status_code == 200, res.text
-            data_end = T0 + timedelta(seconds=(k + 1) * SLICE_S)
+            data_end = ship(base, "run1", k)
 
             def arrived(data_end=data_end):
                 snap = httpx.get(live_url, headers=alice, timeout=10).json()
