@@ -21,7 +21,8 @@ pytestmark = [
 ]
 
 RECORD_CSP = """window.__csp = [];
-document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.violatedDirective));"""
+document.addEventListener('securitypolicyviolation',
+  e => window.__csp.push(e.violatedDirective));"""
 
 
 def test_the_now_section_updates_in_place_and_shows_the_slowdown(tmp_path):
