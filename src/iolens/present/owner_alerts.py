@@ -24,7 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from iolens.errors import InputError
+from iolens.errors import IolensError
 from iolens.model.schema import SUBSCRIPTIONS
 from iolens.present.alerts import AlertsSection, CheckResult, deliver
 from iolens.store.base import Store
@@ -39,13 +39,13 @@ def _now() -> datetime:
 
 
 def validate(channel: str, target: str) -> None:
-    """InputError unless `target` fits `channel` (an address, an http(s) URL)."""
+    """IolensError unless `target` fits `channel` (an address, an http(s) URL)."""
     if channel not in CHANNELS:
-        raise InputError(f"channel must be one of {', '.join(CHANNELS)}, not {channel!r}")
+        raise IolensError(f"channel must be one of {', '.join(CHANNELS)}, not {channel!r}")
     if channel == "webhook" and not target.startswith(("http://", "https://")):
-        raise InputError(f"webhook must be an http:// or https:// URL, not {target!r}")
+        raise IolensError(f"webhook must be an http:// or https:// URL, not {target!r}")
     if channel == "email" and ("@" not in target or any(c in target for c in " ,\r\n")):
-        raise InputError(f"not one email address: {target!r}")
+        raise IolensError(f"not one email address: {target!r}")
 
 
 def subscribe(store: Store, user: str, channel: str, target: str) -> dict[str, Any]:

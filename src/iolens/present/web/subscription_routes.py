@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 
-from iolens.errors import InputError
+from iolens.errors import IolensError
 from iolens.present import owner_alerts
 from iolens.present.cli.render import to_json
 from iolens.present.web.auth import Principal
@@ -61,7 +61,7 @@ def router(web: Any) -> APIRouter:
             return _json({"detail": "only administrators subscribe other users"}, 403)
         try:
             owner_alerts.validate(body.channel, body.target)
-        except InputError as exc:
+        except IolensError as exc:
             return _json({"detail": str(exc)}, 422)
         with web.service.lock:
             row = owner_alerts.subscribe(web.service.store, name, body.channel, body.target)
