@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 #: Bumped whenever a table or column changes; the store migrates older files.
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 TS = pa.timestamp("us")
 
