@@ -90,7 +90,7 @@ def ship(base: str, job_id: str, k: int) -> datetime:
     """POST slice `k` of the running job as the tracer would; returns its data end."""
     body = wire.encode(slice_batch(job_id, k, k == 0))
     agent = {"Authorization": f"Bearer {TOKEN}"}
-    res = httpx.post(base + INGEST_PATH, content=body, headers=agent, timeout=10)
+    res = httpx.post(base + INGEST_PATH, content=body, headers=agent, timeout=60)
     assert res.status_code == 200, res.text
     return T0 + timedelta(seconds=(k + 1) * SLICE_S)
 

@@ -226,6 +226,10 @@ class AnalysisScheduler:
         if not todo:
             return []
         window = self.live_window_s if self.live_window_s is not None else WINDOW_S
+        # The history check's first use imports scikit-learn (seconds on a busy node):
+        # done here, outside the lock, so ingest never waits for an import.
+        import sklearn.cluster  # noqa: F401
+
         try:
             with self.lock:
                 analyze_running(self.store, todo, window)
