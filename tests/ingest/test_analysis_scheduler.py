@@ -95,7 +95,7 @@ def post(port: int, batch: Batch) -> None:
 
 def test_server_analyses_a_job_once_it_has_ended(tmp_path):
     db, port, log = tmp_path / "s.duckdb", free_port(), tmp_path / "serve.log"
-    server = start_server(db, port, log, "--analyze-every", "1")
+    server = start_server(db, port, log, "--analyze-every", "1", "--live-every", "0")
     try:
         post(port, job_batch("done-1", NOW - timedelta(minutes=10), NOW - timedelta(minutes=5)))
         post(port, job_batch("running-1", NOW - timedelta(minutes=10), None))

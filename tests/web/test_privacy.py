@@ -124,6 +124,12 @@ def test_other_users_objects_are_404_like_unknown_ids(served, web_db):
     b = client.get(f"/api/v1/jobs/{unknown}", headers=me)
     assert a.status_code == b.status_code == 404
     assert a.json()["detail"].replace(theirs, "X") == b.json()["detail"].replace(unknown, "X")
+    # ... and its live view (the job page's poll, `iolens watch`)
+    a = client.get(f"/api/v1/jobs/{theirs}/live", headers=me)
+    b = client.get(f"/api/v1/jobs/{unknown}/live", headers=me)
+    assert a.status_code == b.status_code == 404
+    assert a.json()["detail"].replace(theirs, "X") == b.json()["detail"].replace(unknown, "X")
+    assert client.get(f"/api/v1/jobs/{web_db.job}/live", headers=me).status_code == 200
     # guessing: every id around A's own gives 404 unless it is A's
     base = int(web_db.job)
     for n in range(base - 15, base + 15):

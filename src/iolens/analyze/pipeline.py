@@ -14,6 +14,7 @@ from iolens.analyze import savings
 from iolens.analyze.findings import JOB_RULES, JobRule
 from iolens.analyze.jobreport import JobReport
 from iolens.analyze.jobs import diagnose_jobs
+from iolens.analyze.jobs.usage import Span
 from iolens.errors import IolensError
 from iolens.model.finding import Finding, findings_table
 from iolens.model.schema import ANALYSIS_ERRORS, JOB_SUMMARIES
@@ -29,6 +30,7 @@ def analyze_jobs(
     silenced: frozenset[str] = frozenset(),
     on_job: Callable[[str], None] | None = None,
     reports: list[JobReport] | None = None,
+    span: Span | None = None,
 ) -> list[Finding]:
     """Re-derive the reports, phases, interference and findings of `job_ids` (all jobs by
     default), replacing older ones.
@@ -42,6 +44,9 @@ def analyze_jobs(
     job is alone, its error is recorded in `analysis_errors` (and shown with the job), and
     the other jobs are analysed. A rule that raises on a job is recorded the same way and
     the job keeps its other findings. A job analysed here has its older errors cleared.
+
+    `span` bounds the interference pass (default: the jobs' own run, widened to their
+    neighbours): the live analysis of running jobs, which have no end, passes its window.
     """
     everything = job_ids is None
     if job_ids is None:
@@ -54,7 +59,7 @@ def analyze_jobs(
     summaries: list[dict[str, object]] = []
     failed: list[tuple[str, str, str]] = []  # (job, analysis, error)
     now = datetime.now(UTC).replace(tzinfo=None)
-    reports = _diagnosed(store, job_ids, reports, everything, failed)
+    reports = _diagnosed(store, job_ids, reports, everything, failed, span)
     box: list[dict[str, object] | None] = []  # the IO500 box, read once when first needed
     for rep in reports:
         job_id = rep.job_id
@@ -147,6 +152,7 @@ def _diagnosed(
     reports: list[JobReport] | None,
     everything: bool,
     failed: list[tuple[str, str, str]],
+    span: Span | None = None,
 ) -> list[JobReport]:
     """Reports of `job_ids`, diagnosed (phases, history, interference). When a job breaks
     either step the set is halved until it is alone; it is left out and noted in
@@ -157,7 +163,7 @@ def _diagnosed(
             reports = job_report.build_many(store, job_ids, with_series=True)
         stage = "diagnosis"
         if reports:
-            diagnose_jobs(store, reports, everything)
+            diagnose_jobs(store, reports, everything, span)
         return reports
     except IolensError:
         raise  # the store, not a job
@@ -174,7 +180,7 @@ def _diagnosed(
     for part in (job_ids[:half], job_ids[half:]):
         mine = set(part)
         given = None if reports is None else [r for r in reports if r.job_id in mine]
-        out += _diagnosed(store, part, given, False, failed)
+        out += _diagnosed(store, part, given, False, failed, span)
     return out
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 #: Bumped whenever a table or column changes; the store migrates older files.
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 TS = pa.timestamp("us")
 
@@ -479,6 +479,20 @@ ANALYSIS_ERRORS = pa.schema(
     ]
 )
 
+# --- Owner alerts (schema version 10, issue 22) -----------------------------------------
+
+# A user's wish to hear about findings on their own jobs: one row per (user, channel),
+# `target` the address (email) or URL (webhook). Sends are rows of `alerts`, keyed
+# `job:JOB:CODE:USER`, so each (job, finding) reaches each channel once.
+SUBSCRIPTIONS = pa.schema(
+    [
+        pa.field("user", pa.string(), nullable=False),
+        pa.field("channel", pa.string(), nullable=False),  # email | webhook
+        pa.field("target", pa.string(), nullable=False),
+        pa.field("created", TS),
+    ]
+)
+
 #: Every table of the store, by name.
 TABLES: dict[str, pa.Schema] = {
     "components": COMPONENTS,
@@ -504,4 +518,5 @@ TABLES: dict[str, pa.Schema] = {
     "io500_phases": IO500_PHASES,
     "users": USERS,
     "analysis_errors": ANALYSIS_ERRORS,
+    "subscriptions": SUBSCRIPTIONS,
 }

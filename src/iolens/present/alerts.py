@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import httpx
 import pyarrow as pa
@@ -148,6 +148,26 @@ class Episode:
             "evidence": self.evidence,
         }
 
+    def subject(self) -> str:
+        return _subject(self)
+
+    def body(self) -> str:
+        return _body(self)
+
+
+class Alert(Protocol):
+    """What the senders need of an alert: an episode here, a job's finding in
+    `owner_alerts.py`."""
+
+    @property
+    def key(self) -> str: ...
+
+    def payload(self) -> dict[str, Any]: ...
+
+    def subject(self) -> str: ...
+
+    def body(self) -> str: ...
+
 
 def episode_key(kind: str, component_id: str, start: datetime) -> str:
     """`kind:component:start`, start as ISO UTC to the second, as the alerts table keys it."""
@@ -263,14 +283,14 @@ def _body(ep: Episode) -> str:
     return "\n".join(lines) + "\n"
 
 
-def send_email(cfg: AlertsSection, ep: Episode) -> str:
+def send_email(cfg: AlertsSection, ep: Alert) -> str:
     """Mail one episode; returns a short detail, raises OSError/SMTPException on failure."""
     msg = EmailMessage()
-    msg["Subject"] = _subject(ep)
+    msg["Subject"] = ep.subject()
     msg["From"] = cfg.mail_from
     msg["To"] = ", ".join(cfg.mail_to)
     msg["X-Iolens-Episode"] = ep.key
-    msg.set_content(_body(ep))
+    msg.set_content(ep.body())
     assert cfg.smtp_host is not None
     smtp_cls = smtplib.SMTP_SSL if cfg.smtp_ssl else smtplib.SMTP
     with smtp_cls(cfg.smtp_host, cfg.smtp_port, timeout=cfg.timeout_s) as smtp:
@@ -287,7 +307,7 @@ def send_email(cfg: AlertsSection, ep: Episode) -> str:
     )
 
 
-def send_webhook(cfg: AlertsSection, ep: Episode) -> str:
+def send_webhook(cfg: AlertsSection, ep: Alert) -> str:
     """POST one episode as JSON; a non-2xx answer is a failure (raises httpx.HTTPError)."""
     assert cfg.webhook_url is not None
     res = httpx.post(
@@ -297,7 +317,7 @@ def send_webhook(cfg: AlertsSection, ep: Episode) -> str:
     return f"HTTP {res.status_code} from {cfg.webhook_url}"
 
 
-SENDERS: dict[str, Callable[[AlertsSection, Episode], str]] = {
+SENDERS: dict[str, Callable[[AlertsSection, Alert], str]] = {
     "email": send_email,
     "webhook": send_webhook,
 }
@@ -318,21 +338,35 @@ def check_alerts(
     now = now or datetime.now(UTC).replace(tzinfo=None)
     with guard():
         due = due_episodes(store, cfg, now)
-        done = sent_already(store, [e.key for e in due])
     result = CheckResult(due=len(due))
-    for ep in due:
-        for channel in cfg.channels():
-            if (ep.key, channel) in done:
-                continue
-            try:
-                detail, ok = SENDERS[channel](cfg, ep), True
-            except (OSError, smtplib.SMTPException, httpx.HTTPError) as exc:
-                detail, ok = f"{type(exc).__name__}: {exc}"[:500], False
-                log.warning("alert %s for %s failed: %s", channel, ep.key, detail)
-            result.attempts.append(Attempt(ep.key, channel, ok, detail))
-    if result.attempts:
+    result.attempts = deliver(
+        store, [(cfg, ep, channel) for ep in due for channel in cfg.channels()], guard
+    )
+    return result
+
+
+def deliver(
+    store: Store,
+    sends: list[tuple[AlertsSection, Alert, str]],
+    guard: Callable[[], AbstractContextManager[object]] = nullcontext,
+) -> list[Attempt]:
+    """Send each (config, alert, channel) that has no successful send on record, and record
+    every attempt: the once-per-channel bookkeeping of admin and owner alerts alike."""
+    with guard():
+        done = sent_already(store, sorted({a.key for _c, a, _ch in sends}))
+    attempts: list[Attempt] = []
+    for cfg, alert, channel in sends:
+        if (alert.key, channel) in done:
+            continue
+        try:
+            detail, ok = SENDERS[channel](cfg, alert), True
+        except (OSError, smtplib.SMTPException, httpx.HTTPError) as exc:
+            detail, ok = f"{type(exc).__name__}: {exc}"[:500], False
+            log.warning("alert %s for %s failed: %s", channel, alert.key, detail)
+        attempts.append(Attempt(alert.key, channel, ok, detail))
+    if attempts:
         sent_at = datetime.now(UTC).replace(tzinfo=None)
-        rows = [{**a.__dict__, "sent_at": sent_at} for a in result.attempts]
+        rows = [{**a.__dict__, "sent_at": sent_at} for a in attempts]
         with guard():
             store.append("alerts", pa.Table.from_pylist(rows, schema=ALERTS))
-    return result
+    return attempts

@@ -141,6 +141,25 @@ def router(service: IngestService, readers: Readers | None = None) -> APIRouter:
             except views.AnalysisFailed as exc:  # the server's failure, with its reason
                 return JSONResponse({"detail": str(exc), "job_id": job_id}, status_code=500)
 
+    @r.get("/jobs/{job_id}/live")
+    def get_job_live(request: Request, job_id: str) -> Response:
+        """The job right now (`iolens watch --json`): state, totals so far, current phase
+        and bandwidth against earlier runs, findings. Read-only: never takes the writer's
+        lock, so a page polling it costs ingest nothing."""
+        from iolens.present import live
+
+        name, admin = _caller(request)
+        with readers.reader() as store:
+            try:
+                if not admin:
+                    from iolens.present.web.auth import Principal
+                    from iolens.present.web.scope import visible_job
+
+                    visible_job(store, Principal(name or "", False, "token"), job_id)
+                return _json(live.snapshot(store, job_id))
+            except NotFound as exc:
+                return JSONResponse({"detail": str(exc), "job_id": job_id}, status_code=404)
+
     @r.get("/series")
     def get_series(
         request: Request,

@@ -1,5 +1,5 @@
-"""Analyses on a timetable inside `iolens serve`: jobs as they end, components hourly,
-then alerts.
+"""Analyses on a timetable inside `iolens serve`: running jobs as their data grows, jobs
+as they end, components hourly, then alerts (admins') and owner alerts (subscribers').
 
 Beacon analyses each job once it finishes and screens components continuously; without
 this, findings would wait for someone to ask. The server process owns the DuckDB store
@@ -16,6 +16,11 @@ has ended. Components: every `components_every` seconds from `lookback_s` ago to
 newest sample, open-ended so an episode still abnormal at the end stays ongoing;
 `analyze_components` re-examines an episode open at the window's start from its
 beginning, so it keeps its start (and its alert key) rather than being cut in two.
+
+Running jobs (`live_analysis.py`): every `live_pass_s` the running jobs whose data changed
+are looked up; at most `live_jobs` of them, each at most once per `live_every` seconds,
+are analysed in one hold of the lock. Owner alerts (`owner_alerts.py`) follow each pass
+that can add findings, sending outside the lock like the admins' alerts.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from iolens.present.live_analysis import LiveTracker
 from iolens.store.base import Store
 
 if TYPE_CHECKING:
@@ -93,6 +99,9 @@ class SchedulerStats:
     alert_checks: int = 0
     alerts_sent: int = 0
     alerts_failed: int = 0
+    live_analyzed: int = 0
+    owner_alerts_sent: int = 0
+    owner_alerts_failed: int = 0
     failures: dict[str, int] = field(default_factory=dict)
     last_error: str | None = None
 
@@ -113,6 +122,11 @@ class AnalysisScheduler:
         lookback_s: float | None = None,
         registry: Any | None = None,  # prometheus CollectorRegistry of the ingest service
         now: Callable[[], datetime] = utcnow,
+        live_every: float = 60.0,
+        live_pass_s: float = 5.0,
+        live_jobs: int = 8,
+        live_window_s: float | None = None,
+        owner_alerts: bool = True,
     ) -> None:
         self.store = store
         self.lock = lock
@@ -125,6 +139,14 @@ class AnalysisScheduler:
             seconds=lookback_s if lookback_s is not None else max(2 * components_every, 3600)
         )
         self.now = now
+        self.live_every = live_every
+        # looking for running jobs with new data is cheap; analysing them is gated per job
+        self.live_pass_s = min(live_pass_s, live_every) if live_every > 0 else 0.0
+        self.live_jobs = live_jobs
+        self.live_window_s = live_window_s
+        self.owner_alerts = owner_alerts
+        self.live = LiveTracker()
+        self._clock = 0.0
         self.stats = SchedulerStats()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -134,7 +156,12 @@ class AnalysisScheduler:
 
     @property
     def enabled(self) -> bool:
-        return bool(self.analyze_every > 0 or self.components_every > 0 or self.alerts)
+        return bool(
+            self.analyze_every > 0
+            or self.components_every > 0
+            or self.alerts
+            or self.live_every > 0
+        )
 
     # -- the thread ---------------------------------------------------------------------
     def start(self) -> None:
@@ -161,12 +188,16 @@ class AnalysisScheduler:
     def tick(self, clock: float) -> None:
         """Run every task that is due at monotonic time `clock`; each failure is logged and
         counted, never raised (the next period tries again)."""
+        self._clock = clock
         tasks: list[tuple[str, float, Callable[[], object]]] = [
+            ("live", self.live_pass_s, self.analyze_running_jobs),
             ("jobs", self.analyze_every, self.analyze_ended_jobs),
             ("components", self.components_every, self.analyze_components),
         ]
         if self.alerts is not None:
             tasks.append(("alerts", self.alerts_every, self.check_alerts))
+        if self.owner_alerts:
+            tasks.append(("owner_alerts", self.alerts_every, self.check_owner_alerts))
         for name, every, task in tasks:
             if every <= 0 or self._stop.is_set():
                 continue
@@ -181,6 +212,56 @@ class AnalysisScheduler:
                 if self._metrics:
                     self._metrics.failures.labels(name).inc()
                 log.warning("scheduled %s analysis failed: %s", name, exc, exc_info=True)
+
+    def analyze_running_jobs(self) -> list[str]:
+        """Re-analyse running jobs with new data (bounded: see the module docstring), then
+        send the owner alerts their findings call for."""
+        from iolens.present.live_analysis import WINDOW_S, analyze_running, running_stamps
+
+        with self.lock:
+            stamps = running_stamps(self.store)
+        self.live.forget_except(set(stamps))
+        todo = self.live.due(stamps, self._clock, self.live_every, self.live_jobs)
+        todo = [j for j in todo if j not in self.broken]
+        if not todo:
+            return []
+        window = self.live_window_s if self.live_window_s is not None else WINDOW_S
+        # The history check's first use imports scikit-learn (seconds on a busy node):
+        # done here, outside the lock, so ingest never waits for an import.
+        import sklearn.cluster  # noqa: F401
+
+        try:
+            with self.lock:
+                analyze_running(self.store, todo, window)
+        except Exception:
+            todo = [j for j in todo if self._analyze_running_one(j, window)]
+        self.live.done({j: stamps[j] for j in todo}, self._clock)
+        self.stats.live_analyzed += len(todo)
+        if self._metrics:
+            self._metrics.runs.labels("live").inc()
+        if self.owner_alerts:
+            self.check_owner_alerts()
+        return todo
+
+    def _analyze_running_one(self, job_id: str, window: float) -> bool:
+        from iolens.present.live_analysis import analyze_running
+
+        try:
+            with self.lock:
+                analyze_running(self.store, [job_id], window)
+        except Exception as exc:
+            self.broken[job_id] = f"{type(exc).__name__}: {exc}"
+            log.warning("live analysis of job %s failed; not retried: %s", job_id, exc)
+            return False
+        return True
+
+    def check_owner_alerts(self) -> None:
+        """Alerts to the owners who subscribed, for their jobs' new findings."""
+        from iolens.present.owner_alerts import check_owner_alerts
+
+        result = check_owner_alerts(self.store, self.alerts, self.now(), guard=lambda: self.lock)
+        self.stats.owner_alerts_sent += result.sent
+        self.stats.owner_alerts_failed += result.failed
 
     def analyze_ended_jobs(self) -> list[str]:
         """Analyse the jobs that have ended since the last pass, CHUNK per lock hold."""
@@ -207,6 +288,8 @@ class AnalysisScheduler:
         self.stats.jobs_analyzed += len(done)
         if self._metrics:
             self._metrics.runs.labels("jobs").inc()
+        if done and self.owner_alerts:
+            self.check_owner_alerts()
         return done
 
     def _analyze_one(self, job_id: str) -> bool:

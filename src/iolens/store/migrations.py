@@ -148,6 +148,15 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE server_samples ADD COLUMN source VARCHAR;
         """,
     ),
+    (
+        # issue 22: owners subscribe to alerts on their own jobs' findings
+        10,
+        """
+        CREATE TABLE subscriptions (
+            "user" VARCHAR NOT NULL, channel VARCHAR NOT NULL, target VARCHAR NOT NULL,
+            created TIMESTAMP);
+        """,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -115,14 +115,18 @@ def _with_overlapping(store: Store, span: Span) -> Span:
     return Span(max(lo, span.lo - MAX_WIDEN_S), min(hi, span.hi + MAX_WIDEN_S))
 
 
-def diagnose_jobs(store: Store, reports: list[JobReport], everything: bool) -> None:
+def diagnose_jobs(
+    store: Store, reports: list[JobReport], everything: bool, span: Span | None = None
+) -> None:
     """Interference, phases and history anomalies of `reports`, stored; sets `rep.history`.
 
     Interference runs first: its bursts (open..close spans) also join the wavelet phases
     that a throttled phase broke apart.
     """
     # Interference over the span of the analysed jobs (culprits may be any job).
-    if everything:
+    if span is not None:
+        pass  # the caller's window (running jobs: their newest data, capped)
+    elif everything:
         span = EVERYTHING
     else:
         starts = [r.start.timestamp() for r in reports if r.start]

@@ -36,9 +36,11 @@ from iolens.present.cli import (
     serving,
     simulating,
     site,
+    subscribing,
     system,
     tracing,
     users,
+    watching,
     zooming,
 )
 from iolens.present.cli.app import (
@@ -285,6 +287,8 @@ app.command("advise")(advise.advise)
 app.command()(agenting.agent)
 app.add_typer(agenting.config_app, name="config")
 system.register(app)
+subscribing.register(system.alerts_app)
+app.command()(watching.watch)
 tracing.import_app.command("io500")(expect.import_io500)
 app.command()(expect.expect)
 app.command()(compare.compare)

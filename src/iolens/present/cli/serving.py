@@ -32,6 +32,12 @@ def serve(
     components_every: Annotated[
         float, typer.Option(min=0, help="Seconds between component analyses (0: never).")
     ] = 3600.0,
+    live_every: Annotated[
+        float,
+        typer.Option(
+            min=0, help="Re-analyse a running job with new data at most this often, s (0: never)."
+        ),
+    ] = 60.0,
     alerts_config: Annotated[
         Path | None,
         typer.Option(help="TOML file of mail and webhook alerts (see `iolens alerts check`)."),
@@ -86,7 +92,11 @@ def serve(
             f"warning: {web.trust_header} is trusted from {', '.join(web.trusted_proxies)}: "
             "make sure only the proxy can reach this port"
         )
-    timetable = {"analyze_every": analyze_every, "components_every": components_every}
+    timetable = {
+        "analyze_every": analyze_every,
+        "components_every": components_every,
+        "live_every": live_every,
+    }
 
     def run(app: object, store_path: Path | None = None, owner: str | None = None) -> None:
         _run(app, host, port, store_path, owner)

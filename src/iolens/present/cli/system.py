@@ -15,7 +15,9 @@ LOAD_KINDS = ("forwarder", "ost", "mds")
 LEVELS = ("high", "mid", "low", "idle")
 
 alerts_app = typer.Typer(
-    help="Mail and webhook alerts on lasting component anomalies.", no_args_is_help=True
+    help="Mail and webhook alerts: admins' on lasting component anomalies, owners' on "
+    "their jobs' findings.",
+    no_args_is_help=True,
 )
 
 

@@ -24,7 +24,7 @@ from iolens.errors import StoreError
 from iolens.ingest.http import IngestService
 from iolens.ingest.http import router as ingest_router
 from iolens.present import api, views
-from iolens.present.web import pages, rest, run, scope, site_metrics
+from iolens.present.web import pages, rest, run, scope, site_metrics, subscription_routes
 from iolens.present.web.accounts import Accounts
 from iolens.present.web.auth import (
     Authenticator,
@@ -231,6 +231,7 @@ def create_app(
     app.include_router(site_metrics.router(readers, config.metrics), dependencies=gate)
     app.include_router(run.router(service, accounts), dependencies=gate)
     app.include_router(rest.router(web), dependencies=gate)
+    app.include_router(subscription_routes.router(web), dependencies=gate)
     app.include_router(pages.router(web), dependencies=gate)
     app.include_router(docs_router(app, web), dependencies=gate)
     app.include_router(static_router(), dependencies=gate)

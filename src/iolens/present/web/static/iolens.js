@@ -74,9 +74,66 @@
 
   document.querySelectorAll("[data-chart]").forEach(draw);
 
-  // A running job's page reloads itself, unless the reader is zoomed in or typing.
+  // A running job's page polls its live endpoint and fills the "Now" section in place
+  // (text only, no markup from the server); once the job has ended it reloads once.
+  var now = document.getElementById("live-now");
+  function text(id, v) { var el = document.getElementById(id); if (el) el.textContent = v; }
+  function dur(s) {
+    if (s == null) return "-";
+    s = Math.round(s);
+    var h = Math.floor(s / 3600), m = Math.floor(s % 3600 / 60), r = s % 60;
+    return (h ? h + " h " : "") + (h || m ? m + " min " : "") + r + " s";
+  }
+  function bytes(v) { return v == null ? "-" : si(v) + "B"; }
+  function rate(v) { return v == null ? "-" : si(v) + "B/s"; }
+  function update(d) {
+    text("live-state", d.state || "-");
+    text("live-elapsed", dur(d.elapsed_s));
+    text("live-read", bytes(d.read_bytes));
+    text("live-written", bytes(d.write_bytes));
+    var b = d.bandwidth || {};
+    text("live-bw", rate(b.current_bw));
+    text("live-baseline", rate(b.baseline_bw));
+    text("live-baseline-what", b.baseline ? b.baseline + (b.earlier_runs ? " (" + b.earlier_runs + ")" : "") : "no earlier runs yet");
+    var p = d.phase;
+    text("live-phase", p ? "#" + p.phase + ", " + dur(p.duration_s) + ", " + rate(p.bw) : "-");
+    var v = document.getElementById("live-verdict");
+    if (b.ratio != null) {
+      v.hidden = false;
+      v.className = "sev " + (d.slower ? "warning" : "info");
+      v.textContent = d.slower
+        ? "Slower than " + b.baseline + ": " + (1 / b.ratio).toFixed(1) + "x below its bandwidth"
+        : "At " + Math.round(b.ratio * 100) + "% of the bandwidth of " + b.baseline;
+    }
+    var ul = document.getElementById("live-findings");
+    ul.textContent = "";
+    (d.findings || []).forEach(function (f) {
+      var li = document.createElement("li");
+      li.className = "finding " + f.severity;
+      li.textContent = f.code + " " + f.name + (f.live ? " (provisional)" : "");
+      ul.appendChild(li);
+    });
+    text("live-updated", "updated " + new Date().toISOString().slice(11, 19) + " UTC");
+  }
+  if (now) {
+    var poll = function () {
+      if (document.hidden) return;
+      fetch(now.dataset.liveUrl, { credentials: "same-origin" })
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (d) {
+          if (!d) return;
+          update(d);
+          if (!d.running) { clearInterval(timer); location.reload(); }
+        })
+        .catch(function () {});
+    };
+    var timer = setInterval(poll, 5000);
+    poll();
+  }
+
+  // Another live page reloads itself, unless the reader is zoomed in or typing.
   var live = +(document.body.dataset.live || 0);
-  if (live > 0) {
+  if (live > 0 && !now) {
     setInterval(function () {
       var zoomed = Array.prototype.some.call(document.querySelectorAll("[data-chart]"), function (el) {
         var u = el.uplot;
