@@ -219,6 +219,9 @@ def _capacity(store: Store, report: JobReport, io500: dict[str, Any] | None) -> 
     return Capacity(**cap)
 
 
+#: Calls at least this large are mostly transfer: with nothing to fit, their time per byte
+#: is taken as what a byte costs (a little high: it includes their latency).
+LARGE_CALL = 2**20
 #: How far back other jobs' calls are looked at for what a byte costs on the system.
 RATE_WINDOW_DAYS = 30
 
@@ -287,9 +290,9 @@ def call_cost(store: Store, job_id: str) -> CallCost | None:
        tell the two parts apart (`Fit.determined`);
     2. the cost per byte the same fit finds over other jobs' records of the same layer,
        direction and sharing (a shared file's bytes cost more) on this store in the last
-       RATE_WINDOW_DAYS (a job of one request size
-       cannot tell its latency from its transfer time, the system's other jobs can); the
-       latency is then the rest of the job's time per call;
+       RATE_WINDOW_DAYS, or the time per byte of their calls of >= LARGE_CALL bytes (a job
+       of one request size cannot tell its latency from its transfer time, the system's
+       other jobs can); the latency is then the rest of the job's time per call;
     3. all of a call's time counted as its latency (an upper bound on the overhead).
     """
     per = store.query(
@@ -356,7 +359,10 @@ def _system_costs(store: Store, job_id: str) -> dict[tuple[str, str, bool], floa
                    (c."count" * c.size)::DOUBLE AS nb, c.dur_ns::DOUBLE / 1e9 AS t
             FROM c JOIN sh USING (job_id, file_id)
         )
-        SELECT op, layer, shared, {_FIT_SUMS} FROM d GROUP BY ALL
+        SELECT op, layer, shared, {_FIT_SUMS},
+               sum(t) FILTER (WHERE nb >= n * {LARGE_CALL}) AS big_t,
+               sum(nb) FILTER (WHERE nb >= n * {LARGE_CALL}) AS big_b
+        FROM d GROUP BY ALL
         """,
         [job_id, job_id],
     ).to_pylist()
@@ -365,4 +371,6 @@ def _system_costs(store: Store, job_id: str) -> dict[tuple[str, str, bool], floa
         f = fit(r)
         if f is not None and f.cost > 0:
             out[(r["op"], r["layer"], bool(r["shared"]))] = f.cost
+        elif r["big_b"] and r["big_t"]:  # large calls of one size: their time is transfer
+            out[(r["op"], r["layer"], bool(r["shared"]))] = r["big_t"] / r["big_b"]
     return out
