@@ -142,6 +142,19 @@ def faster(
     return saving_of(now_s, (nbytes / est_bw, nbytes / lo_bw, nbytes / hi_bw))
 
 
+def at_best_rate(t: float, nbytes: float, best: float, what: str, after: str) -> Saving:
+    """Moving `nbytes`, which took `t` seconds, at up to `best` bytes/s: the saving from
+    the log-midpoint of the two rates, the range from nothing to all of it."""
+    now = nbytes / t
+    est, lo, hi = faster(t, nbytes, now, max(best, now))
+    return Saving(
+        est, lo, hi,
+        f"{nbytes / 2**30:.1f} GiB {what} in {t:.0f} s ({rate_text(now)}), against up to "
+        f"{rate_text(best)} {after}",
+        {"data_time_s": round(t, 1), "bytes": nbytes, "bw": now, "best_bw": best},
+    )  # fmt: skip
+
+
 def data_time(report: JobReport) -> float:
     bw = report.bandwidth
     return float(bw.get("read_time_s") or 0.0) + float(bw.get("write_time_s") or 0.0)

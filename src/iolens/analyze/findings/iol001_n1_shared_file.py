@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from iolens.analyze.findings.base import GiB, JobRule
 from iolens.analyze.jobreport import JobReport
-from iolens.analyze.savings import Context, Saving, data_time, faster, rate_text
+from iolens.analyze.savings import Context, Saving, at_best_rate, data_time
 from iolens.model.finding import Finding
 
 MIN_PROCS = 32
@@ -59,11 +59,7 @@ class N1SharedFile(JobRule):
         best = min((x for x in limits if x), default=None)
         if best is None:
             return None
-        est, lo, hi = faster(t, nbytes, now, max(best, now))
-        return Saving(
-            est, lo, hi,
-            f"{nbytes / 2**30:.1f} GiB in {t:.0f} s ({rate_text(now)}) through shared files, "
-            f"against up to {rate_text(best)} for file-per-process or N-M I/O "
-            f"({cap.describe()})",
-            {"data_time_s": round(t, 1), "bytes": nbytes, "bw": now, "best_bw": best},
+        return at_best_rate(
+            t, nbytes, best, "through shared files",
+            f"for file-per-process or N-M I/O ({cap.describe()})",
         )  # fmt: skip

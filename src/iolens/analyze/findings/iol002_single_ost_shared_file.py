@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from iolens.analyze.findings.base import GiB, JobRule
 from iolens.analyze.jobreport import JobReport
-from iolens.analyze.savings import TARGET_STRIPES, Context, Saving, data_time, faster, rate_text
+from iolens.analyze.savings import TARGET_STRIPES, Context, Saving, at_best_rate, data_time
 from iolens.model.finding import Finding
 from iolens.model.mounts import is_lustre_target
 
@@ -61,11 +61,7 @@ class SingleOstSharedFile(JobRule):
         if cap.ost_peak:
             limits.append(cap.ost_peak * TARGET_STRIPES)
         best = min(x for x in limits if x)
-        est, lo, hi = faster(t_hot, hot, now, max(best, now))
-        return Saving(
-            est, lo, hi,
-            f"{hot / 2**30:.1f} GiB on one OST each in about {t_hot:.0f} s ({rate_text(now)}), "
-            f"against up to {rate_text(best)} striped over {TARGET_STRIPES} OSTs "
-            f"({cap.describe(with_osts=False)})",
-            {"data_time_s": round(t_hot, 1), "bytes": hot, "bw": now, "best_bw": best},
+        return at_best_rate(
+            t_hot, hot, best, "on one OST each",
+            f"striped over {TARGET_STRIPES} OSTs ({cap.describe(with_osts=False)})",
         )  # fmt: skip
