@@ -122,7 +122,7 @@ class AnalysisScheduler:
         lookback_s: float | None = None,
         registry: Any | None = None,  # prometheus CollectorRegistry of the ingest service
         now: Callable[[], datetime] = utcnow,
-        live_every: float = 60.0,
+        live_every: float = 30.0,
         live_pass_s: float = 5.0,
         live_jobs: int = 8,
         live_window_s: float | None = None,

@@ -37,7 +37,7 @@ def serve(
         typer.Option(
             min=0, help="Re-analyse a running job with new data at most this often, s (0: never)."
         ),
-    ] = 60.0,
+    ] = 30.0,
     alerts_config: Annotated[
         Path | None,
         typer.Option(help="TOML file of mail and webhook alerts (see `iolens alerts check`)."),
