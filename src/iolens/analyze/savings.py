@@ -110,7 +110,9 @@ class Saving:
             "core_hours_range": [sig(self.low * ch), sig(self.high * ch)],
             "cores": cores,
             "model": self.model,
-            "inputs": self.inputs,
+            # rounded too: engines sum in different orders (the embedded store, a dataset,
+            # Dask), and the same job must get the same finding from each
+            "inputs": {k: sig(v) if isinstance(v, float) else v for k, v in self.inputs.items()},
         }
 
 
