@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 #: Bumped whenever a table or column changes; the store migrates older files.
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 TS = pa.timestamp("us")
 
@@ -296,6 +296,9 @@ JOB_PHASES = pa.schema(
         pa.field("md_ops", pa.int64()),
         pa.field("bw", pa.float64()),  # bytes/s over the phase
         pa.field("anomalous", pa.bool_()),  # outlier against earlier runs (DBSCAN)
+        # first to last second moving its volume (edges' opens and unlinks left out): the
+        # time earlier runs' phases are compared on; NULL before schema version 11
+        pa.field("busy_s", pa.float64()),
     ]
 )
 

@@ -157,6 +157,13 @@ MIGRATIONS: list[tuple[int, str]] = [
             created TIMESTAMP);
         """,
     ),
+    (
+        # a phase's busy span: the history comparison leaves its edges' metadata out
+        11,
+        """
+        ALTER TABLE job_phases ADD COLUMN busy_s DOUBLE;
+        """,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -68,7 +68,7 @@ class SlowerThanHistory(JobRule):
         est = lo = hi = 0.0
         used = 0
         for p in finding.evidence.get("anomalous_phases", []):
-            d, s = p.get("duration_s") or 0.0, p.get("slowdown")
+            d, s = p.get("busy_s") or p.get("duration_s") or 0.0, p.get("slowdown")
             if not s or s <= 1:
                 continue
             q = p.get("slowdown_range") or [s, s]

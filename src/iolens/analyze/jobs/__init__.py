@@ -29,7 +29,8 @@ def _detect(rep: JobReport, spans: list[tuple[float, float]]) -> list[phases.Pha
     if s is None or len(s.read) == 0:
         return []
     found = phases.merge_within(phases.detect(s.origin, s.read, s.write, s.md), spans)
-    return phases.widen(found, spans, s.origin, s.read, s.write, s.md)
+    found = phases.widen(found, spans, s.origin, s.read, s.write, s.md)
+    return phases.busy_span(found, s.origin, s.read, s.write, s.md)
 
 
 def _history_runs(
@@ -41,7 +42,7 @@ def _history_runs(
     for r in reports:
         if r.start is None:
             continue
-        pts = [history.PhasePoint(p.duration, p.nbytes or p.md_ops) for p in found[r.job_id]]
+        pts = [history.PhasePoint(p.busy_s, p.nbytes or p.md_ops) for p in found[r.job_id]]
         groups[(r.app, r.nprocs, r.nodes)].append(history.Run(r.job_id, r.start.timestamp(), pts))
     keys = pa.table(
         {
@@ -54,7 +55,7 @@ def _history_runs(
     try:
         rows = store.query(
             "SELECT j.job_id, j.app, j.nprocs, len(j.nodes) AS nnodes, epoch(j.start) AS t, "
-            'epoch(p."end") - epoch(p.start) AS d, '
+            'coalesce(p.busy_s, epoch(p."end") - epoch(p.start)) AS d, '
             "coalesce(p.read_bytes, 0) + coalesce(p.write_bytes, 0) AS v, p.md_ops AS md "
             "FROM job_phases p JOIN jobs j USING (job_id) "
             "JOIN _iolens_groups g ON g.app = j.app AND g.nprocs = j.nprocs "
@@ -77,8 +78,8 @@ def _history_runs(
 def _slowdown(
     p: phases.Phase, runs: list[history.Run], job_id: str, quantiles: tuple[int, ...] = ()
 ) -> Any:
-    """Duration over the median duration of earlier phases of about the same volume
-    (with `quantiles`: a list, over those percentiles of their durations)."""
+    """Busy time over the median busy time of earlier phases of about the same volume
+    (with `quantiles`: a list, over those percentiles of theirs)."""
     vol = p.nbytes or p.md_ops
     alike = [
         q.duration
@@ -90,8 +91,8 @@ def _slowdown(
     if not alike:
         return None
     if quantiles:
-        return [round(p.duration / max(float(np.percentile(alike, q)), 1e-3), 2) for q in quantiles]
-    return round(p.duration / float(np.median(alike)), 2)
+        return [round(p.busy_s / max(float(np.percentile(alike, q)), 1e-3), 2) for q in quantiles]
+    return round(p.busy_s / float(np.median(alike)), 2)
 
 
 #: How far the interference span may grow beyond the analysed jobs' own (seconds).
@@ -189,6 +190,7 @@ def diagnose_jobs(
                     "phase": i,
                     "start": phases._ts(p.start).isoformat() + "Z",
                     "duration_s": round(p.duration, 1),
+                    "busy_s": round(p.busy_s, 1),
                     "bytes": p.nbytes,
                     "slowdown": _slowdown(p, runs, rep.job_id),
                     "slowdown_range": _slowdown(p, runs, rep.job_id, (75, 25)),

@@ -79,7 +79,7 @@ def history_bandwidth(store: Store, job: dict[str, Any]) -> tuple[float | None, 
           ORDER BY j."start" DESC LIMIT ?)
         SELECT count(DISTINCT p.job_id) AS n,
                sum(coalesce(p.read_bytes, 0) + coalesce(p.write_bytes, 0)) AS b,
-               sum(epoch(p."end") - epoch(p."start")) AS d
+               sum(coalesce(p.busy_s, epoch(p."end") - epoch(p."start"))) AS d
         FROM job_phases p JOIN runs USING (job_id)
         """,
         [job["app"], job.get("nprocs"), len(job.get("nodes") or []), job["job_id"],

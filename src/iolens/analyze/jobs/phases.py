@@ -11,7 +11,7 @@ second rather than to the block.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -23,6 +23,9 @@ from iolens.model.schema import JOB_PHASES
 WAVELET = "haar"
 LEVEL = 3  # approximation over 2^3 = 8 s blocks: flush windows and spikes smooth out
 THRESHOLD = 0.02  # share of the smoothed peak above which a block counts as I/O
+#: Share of a phase's peak per-second rate that counts as moving its volume: the stdout
+#: lines, status reads and open/close/unlink calls at a phase's edges stay below it.
+BUSY_SHARE = 0.001
 
 
 @dataclass
@@ -32,10 +35,17 @@ class Phase:
     read_bytes: int
     write_bytes: int
     md_ops: int
+    #: first to last second moving its volume (`busy_span`); None: the whole phase
+    busy: float | None = None
 
     @property
     def duration(self) -> float:
         return self.end - self.start
+
+    @property
+    def busy_s(self) -> float:
+        """The time its volume took, what earlier runs' phases are compared on."""
+        return self.duration if self.busy is None else self.busy
 
     @property
     def nbytes(self) -> int:
@@ -182,6 +192,27 @@ def widen(
     return out
 
 
+def busy_span(
+    found: list[Phase], origin: float, read: np.ndarray, write: np.ndarray, md: np.ndarray
+) -> list[Phase]:
+    """Each phase with `busy` set: seconds from the first to the last second in which it
+    moved at least BUSY_SHARE of its peak rate of its volume (bytes; metadata ops for a
+    phase that moved none).
+
+    A phase includes the opens, status reads and unlinks around its transfers; on a 10-s
+    phase those edges add seconds that have nothing to do with how fast the volume went,
+    and they would hide a 2x slowdown from the history comparison."""
+    data = read + write
+    out = []
+    for p in found:
+        a, b = max(int(p.start - origin), 0), min(int(np.ceil(p.end - origin)), len(data))
+        x = data[a:b] if p.nbytes > 0 else md[a:b]
+        hit = np.flatnonzero(x >= BUSY_SHARE * x.max()) if len(x) and x.max() > 0 else []
+        busy = float(hit[-1] - hit[0] + 1) if len(hit) else None
+        out.append(replace(p, busy=busy))
+    return out
+
+
 def _ts(second: float) -> datetime:
     return datetime.fromtimestamp(second, UTC).replace(tzinfo=None)
 
@@ -197,6 +228,7 @@ def phases_table(by_job: dict[str, list[Phase]], anomalous: dict[str, list[bool]
             "write_bytes": p.write_bytes,
             "md_ops": p.md_ops,
             "bw": p.bw,
+            "busy_s": p.busy,
             "anomalous": bool(anomalous.get(job_id, [False] * len(ps))[i]),
         }
         for job_id, ps in by_job.items()
