@@ -104,7 +104,9 @@ def test_busy_span_leaves_the_edges_metadata_out():
     assert [p[0].busy_s for p in alone] == [11, 11, 11] and beside[0].busy_s == 21
 
     def judged(seconds: list[float]) -> bool:
-        runs = [history.Run(f"r{i}", i, [history.PhasePoint(d, 1e9)]) for i, d in enumerate(seconds)]
+        runs = [
+            history.Run(f"r{i}", i, [history.PhasePoint(d, 1e9)]) for i, d in enumerate(seconds)
+        ]
         return history.judge(runs)["r3"] == [True]
 
     # the CI run's stored phases (the first widened to its open..close span) hid the 2x
