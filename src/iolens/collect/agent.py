@@ -37,6 +37,9 @@ STANDARD = ("read_bytes", "write_bytes", "read_ops", "write_ops", "md_ops")
 STANDARD_GAUGES = ("wait_us", "service_us", "queue_len", "active_threads")
 #: Target kinds the Lustre server sources read, and the kind of the host serving them.
 SERVED_BY = {"ost": "oss", "mdt": "mds"}
+#: Ports the fabric source places (`Reading.parent` set): the kind of the switch they are on.
+CABLED_TO = {"switch_port": "switch", "ib_port": "switch"}
+PARENT_KIND = SERVED_BY | CABLED_TO
 
 
 @dataclass
@@ -250,7 +253,7 @@ class Agent:
         targets = {
             r.component: (r.kind, r.parent or self.host)
             for r in readings
-            if r.kind in SERVED_BY and r.job_id is None
+            if (r.kind in SERVED_BY or (r.kind in CABLED_TO and r.parent)) and r.job_id is None
         }
         return Batch(
             source=f"agent:{self.host}",
@@ -286,7 +289,7 @@ def served_rows(
     if all(served.get(c) == v for c, v in seen.items()):
         return None
     served.update(seen)
-    hosts = sorted({(host, SERVED_BY[k]) for k, host in seen.values()})
+    hosts = sorted({(host, PARENT_KIND[k]) for k, host in seen.values()})
     rows = [{"component_id": h, "kind": k, "parent": None} for h, k in hosts] + [
         {"component_id": c, "kind": k, "parent": host} for c, (k, host) in sorted(seen.items())
     ]
