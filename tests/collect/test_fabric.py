@@ -254,3 +254,24 @@ def test_fabric_ports_from_ibnetdiscover() -> None:
     }
     assert ports["ib-i1l1s01:10"].peer_host and not ports["ib-i1l1s01:1"].peer_host
     assert (link_rate_gbps("4x", "EDR"), link_rate_gbps("4x", "???")) == (100.0, None)
+
+
+def test_switches_page_shows_whose_counters(fabric_db: tuple[Path, dict], tmp_path: Path) -> None:
+    """`/admin/switches` on the imported fabric: both switches, the counters each is counted
+    at, and the uplink bytes only the switch counters give."""
+    from fastapi.testclient import TestClient
+
+    from iolens.present.web.accounts import add_user
+    from iolens.present.web.app import create_app
+
+    db = tmp_path / "web.duckdb"
+    shutil.copyfile(fabric_db[0], db)
+    with DuckDBStore(db) as store:
+        token = add_user(store, "root", True)
+        client = TestClient(create_app(store))
+        page = client.get("/admin/switches", headers={"Authorization": f"Bearer {token}"})
+    assert page.status_code == 200
+    html = page.text
+    assert "ib-i1l1s01" in html and "ib-i4l1s01" in html and "<svg" in html
+    assert html.count("host ports</td>") == 1 and html.count("switch ports</td>") == 1
+    assert "No switch traffic" not in html
