@@ -19,8 +19,8 @@ from iolens.analyze.system.heatmap import Heatmap, ost_heatmap
 from iolens.analyze.system.load import KindLoad, hourly_load, imbalance, level_of
 from iolens.analyze.system.mds import MdsView, mds_load
 from iolens.analyze.system.network import interconnect, job_interconnect, switch_traffic
-from iolens.analyze.system.routers import router_traffic
 from iolens.analyze.system.oss import OssView, job_oss_requests, oss_requests
+from iolens.analyze.system.routers import router_traffic
 
 __all__ = [
     "Heatmap",
