@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import shutil
 import stat
@@ -275,3 +276,18 @@ def test_switches_page_shows_whose_counters(fabric_db: tuple[Path, dict], tmp_pa
     assert "ib-i1l1s01" in html and "ib-i4l1s01" in html and "<svg" in html
     assert html.count("host ports</td>") == 1 and html.count("switch ports</td>") == 1
     assert "No switch traffic" not in html
+
+
+def test_network_command(fabric_db: tuple[Path, dict]) -> None:
+    """`iolens network --json` is the switch view and the (absent) routers; the table
+    names both switches and whose counters each is counted at."""
+    db, _ = fabric_db
+    res = run_cli("network", "--db", str(db), "--json")
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout)
+    assert got["switches"] == json.loads((CAPTURE / "expected-switches.json").read_text())
+    assert got["routers"]["routers"] == [] and "route_bytes" in got["routers"]["missing"]
+    table = run_cli("network", "--db", str(db), env={**os.environ, "COLUMNS": "160"})
+    assert table.returncode == 0, table.stderr
+    assert "ib-i1l1s01" in table.stdout and "switch ports" in table.stdout
+    assert "host ports" in table.stdout

@@ -27,6 +27,7 @@ from iolens.present.cli import (
     expect,
     importing,
     jobdiag,
+    network,
     remote,
     render,
     reporting,
@@ -288,6 +289,7 @@ app.command("advise")(advise.advise)
 app.command()(agenting.agent)
 app.add_typer(agenting.config_app, name="config")
 system.register(app)
+app.command("network")(network.network)
 subscribing.register(system.alerts_app)
 app.command()(watching.watch)
 tracing.import_app.command("io500")(expect.import_io500)
