@@ -291,3 +291,23 @@ def test_network_command(fabric_db: tuple[Path, dict]) -> None:
     assert table.returncode == 0, table.stderr
     assert "ib-i1l1s01" in table.stdout and "switch ports" in table.stdout
     assert "host ports" in table.stdout
+
+
+def test_configured_only_where_enabled(tmp_path: Path) -> None:
+    """Off by default (one host per fabric asks every switch); its settings reach it, and a
+    bad one is an error naming the setting."""
+    from iolens.collect.config import AgentConfig
+    from iolens.collect.runner import build_agent
+
+    def agent(sources: dict) -> Agent:
+        cfg = AgentConfig.model_validate(
+            {"agent": {"spool": str(tmp_path / "spool"), "host": "mgmt1"}, "sources": sources}
+        )
+        return build_agent(cfg)
+
+    assert "fabric" not in {s.name for s in agent({}).sources}
+    on = agent({"fabric": {"enabled": True, "perfquery": "/opt/ib/perfquery"}})
+    fabric = next(s for s in on.sources if s.name == "fabric")
+    assert isinstance(fabric, FabricSource) and fabric.perfquery == "/opt/ib/perfquery"
+    with pytest.raises(InputError, match="rediscover_s"):
+        agent({"fabric": {"enabled": True, "rediscover_s": 0}})
