@@ -311,3 +311,18 @@ def test_configured_only_where_enabled(tmp_path: Path) -> None:
     assert isinstance(fabric, FabricSource) and fabric.perfquery == "/opt/ib/perfquery"
     with pytest.raises(InputError, match="rediscover_s"):
         agent({"fabric": {"enabled": True, "rediscover_s": 0}})
+
+
+def test_hca_ports_are_named_on_discovery_rounds_only(tmp_path: Path) -> None:
+    """Switch ports report every round; the HCA ports' cabling rows come with each
+    `ibnetdiscover`, not every round (thousands of unchanged rows on a real fabric)."""
+    disc = fake_tool(tmp_path / "ibnetdiscover", f'cat "{CAPTURE}/ibnetdiscover.out"\n')
+    pq = fake_tool(tmp_path / "perfquery", f'cat "{CAPTURE}/perfquery/$4.out"\n')
+    source = FabricSource("mgmt1", ibnetdiscover=disc, perfquery=pq, rediscover_s=3600)
+    first, second = (list(source.collect(Path("/"))) for _ in range(2))
+    hca = {r.component for r in first if r.kind == "ib_port"}
+    assert hca == {"o0001:HCA-1:1", "o0002:HCA-1:1", "p0001:HCA-1:1"}
+    assert not [r for r in second if r.kind == "ib_port"]
+    assert {r.component for r in second if r.metric == "tx_bytes"} == {
+        r.component for r in first if r.metric == "tx_bytes"
+    }

@@ -128,6 +128,7 @@ class FabricSource:
         self.switches: dict[int, tuple[str, str]] = {}  # LID -> (name, GUID)
         self._discovered: float | None = None
         self._failed: set[str] = set()  # switches whose perfquery failed (logged once)
+        self._discovered_now = False  # cabling read this round: name the HCA ports' switch
 
     # -- fetching: live through the tools, or from a captured tree -------------------------
     def _run(self, cmd: list[str]) -> str:
@@ -148,6 +149,7 @@ class FabricSource:
         links = parse_ibnetdiscover(text, source)
         self.ports = fabric_ports(links)
         self.switches = switch_lids(links)
+        self._discovered_now = True
 
     def _live(self) -> list[PerfqueryPort]:
         now = time.monotonic()
@@ -203,7 +205,12 @@ class FabricSource:
                 return  # a captured tree without a fabric capture: absent, not an error
             counters = captured
         by_lid = {(p.lid, p.port): p for p in self.ports}
+        # HCA ports (a fabric's thousands) only when the cabling was read: their rows carry
+        # which switch each is on, and do not change between discoveries.
+        fresh, self._discovered_now = self._discovered_now, False
         for p in self.ports:
+            if p.kind == "ib_port" and not fresh:
+                continue
             if p.rate_gbps is not None:
                 yield Reading(
                     p.kind, p.component, "rate_gbps", p.rate_gbps, counter=False, parent=p.switch
