@@ -6,9 +6,10 @@ self-metrics (duration, success, readings) alongside the data. Counter state is 
 the spool directory, so `--once` runs from cron still produce rates.
 
 A Lustre server's agent also knows part of the topology: the targets it reads are the
-ones this host serves. Its batch carries them as `components` rows (an OST with this
-host as its OSS, an MDT with this host as its MDS, and the host itself) whenever the set
-changes, without peaks: rows merge by key on load, so a site's peaks stay.
+ones this host serves (and the fabric source knows which switch each port is cabled to).
+Its batch carries them as `components` rows (an OST with this host as its OSS, an MDT
+with this host as its MDS, and the host itself) whenever the set changes, without peaks:
+rows merge by key on load, so a site's peaks stay.
 
 Batches hold `Columns` (plain lists), not Arrow tables: the agent runs without pyarrow or
 numpy (`iolens[agent]`), and the wire format ships its tables as compressed JSON.
@@ -37,6 +38,9 @@ STANDARD = ("read_bytes", "write_bytes", "read_ops", "write_ops", "md_ops")
 STANDARD_GAUGES = ("wait_us", "service_us", "queue_len", "active_threads")
 #: Target kinds the Lustre server sources read, and the kind of the host serving them.
 SERVED_BY = {"ost": "oss", "mdt": "mds"}
+#: Ports the fabric source places (`Reading.parent` set): the kind of the switch they are on.
+CABLED_TO = {"switch_port": "switch", "ib_port": "switch"}
+PARENT_KIND = SERVED_BY | CABLED_TO
 
 
 @dataclass
@@ -250,7 +254,7 @@ class Agent:
         targets = {
             r.component: (r.kind, r.parent or self.host)
             for r in readings
-            if r.kind in SERVED_BY and r.job_id is None
+            if (r.kind in SERVED_BY or (r.kind in CABLED_TO and r.parent)) and r.job_id is None
         }
         return Batch(
             source=f"agent:{self.host}",
@@ -280,13 +284,14 @@ def served_rows(
     served: dict[str, tuple[str, str]], seen: dict[str, tuple[str, str]]
 ) -> Columns | None:
     """`components` rows of the targets this agent reports (`seen`: id -> (kind, serving
-    host), the host being the agent's own unless the source names another), when they
-    changed since the last batch (a target mounted or moved), else None; `served` (what
-    was reported before) is updated."""
+    host), the host being the agent's own unless the source names another; for fabric
+    ports, the switch they are on), when they changed since the last batch (a target
+    mounted or moved, a cable moved), else None; `served` (what was reported before) is
+    updated."""
     if all(served.get(c) == v for c, v in seen.items()):
         return None
     served.update(seen)
-    hosts = sorted({(host, SERVED_BY[k]) for k, host in seen.values()})
+    hosts = sorted({(host, PARENT_KIND[k]) for k, host in seen.values()})
     rows = [{"component_id": h, "kind": k, "parent": None} for h, k in hosts] + [
         {"component_id": c, "kind": k, "parent": host} for c, (k, host) in sorted(seen.items())
     ]

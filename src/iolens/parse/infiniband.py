@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,15 +20,20 @@ from iolens.parse._common import DEFAULT_SOURCE, is_digits, parse_int, read_text
 
 __all__ = [
     "DATA_WORD_BYTES",
+    "FabricPort",
     "IbLink",
     "PerfqueryPort",
     "SysfsPort",
+    "fabric_ports",
+    "hca_name",
+    "link_rate_gbps",
     "parse_ibnetdiscover",
     "parse_perfquery",
     "parse_perfquery_file",
     "parse_sysfs_port",
     "read_sysfs_tree",
     "saturated",
+    "switch_lids",
 ]
 
 #: `*_data` counters are in 4-byte words.
@@ -296,3 +301,102 @@ def _read_dir(d: Path) -> dict[str, str]:
     except (FileNotFoundError, NotADirectoryError):
         return {}
     return {e.name: read_text(e.path) for e in entries if e.is_file()}
+
+
+#: Data rate per lane, Gb/s, by `ibnetdiscover` speed name (SDR..XDR); `???` and unknown
+#: names give no rate rather than a guess.
+LANE_GBPS = {
+    "SDR": 2.5,
+    "DDR": 5.0,
+    "QDR": 10.0,
+    "FDR10": 10.0,
+    "FDR": 14.0,
+    "EDR": 25.0,
+    "HDR": 50.0,
+    "NDR": 100.0,
+    "XDR": 200.0,
+}
+
+
+def link_rate_gbps(width: str, speed: str) -> float | None:
+    """`4x` `EDR` -> 100.0 (lanes x lane rate); None when either is unknown."""
+    m = re.match(r"^(\d+)x$", width)
+    lane = LANE_GBPS.get(speed)
+    return int(m[1]) * lane if m and lane is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class FabricPort:
+    """A cabled port as the fabric names it: `component` is `<switch>:<port>` for a switch
+    port and `<host>:<device>:<port>` for an HCA port (the infiniband source's id when the
+    node description is `<host> <device>`, as on current stacks); `peer_host` says whether
+    the other end is an HCA (a host) rather than a switch."""
+
+    kind: str  # "switch_port" or "ib_port"
+    component: str
+    switch: str  # the switch this port belongs to or is cabled to
+    lid: int
+    port: int
+    guid: str
+    peer_host: bool
+    rate_gbps: float | None
+
+
+def fabric_ports(links: list[IbLink]) -> list[FabricPort]:
+    """Every cabled port of `ibnetdiscover --ports`, switch ports and the HCA ports behind
+    them. Switches are named by their description, suffixed by GUID when several share one
+    (unmanaged switches all say `Infiniscale-IV Mellanox Technologies`)."""
+    switch_name = _switch_namer(links)
+    out: dict[str, FabricPort] = {}
+    for link in links:
+        if link.remote_type is None or link.remote_guid is None or link.remote_name is None:
+            continue  # a port with no cable
+        rate = link_rate_gbps(link.width, link.speed)
+        if link.type == "SW":
+            sw = switch_name(link.guid, link.name)
+            comp = f"{sw}:{link.port}"
+            peer_host = link.remote_type == "CA"
+            out[comp] = FabricPort(
+                "switch_port", comp, sw, link.lid, link.port, link.guid, peer_host, rate
+            )
+        if link.type == "CA" and link.remote_type == "SW":
+            sw = switch_name(link.remote_guid, link.remote_name)
+            comp = f"{hca_name(link.name, link.guid)}:{link.port}"
+            out[comp] = FabricPort("ib_port", comp, sw, link.lid, link.port, link.guid, True, rate)
+    return list(out.values())
+
+
+def switch_lids(links: list[IbLink]) -> dict[int, tuple[str, str]]:
+    """LID -> (switch name as :func:`fabric_ports` gives it, GUID), cabled ports or not."""
+    switch_name = _switch_namer(links)
+    return {
+        link.lid: (switch_name(link.guid, link.name), link.guid)
+        for link in links
+        if link.type == "SW"
+    }
+
+
+def _switch_namer(links: list[IbLink]) -> Callable[[str, str], str]:
+    names: dict[str, set[str]] = {}
+    for link in links:
+        for t, guid, name in (
+            (link.type, link.guid, link.name),
+            (link.remote_type, link.remote_guid, link.remote_name),
+        ):
+            if t == "SW" and guid is not None and name is not None:
+                names.setdefault(name.strip(), set()).add(guid)
+
+    def switch_name(guid: str, name: str) -> str:
+        name = name.strip()
+        return name if len(names.get(name, ())) <= 1 else f"{name} ({guid})"
+
+    return switch_name
+
+
+def hca_name(description: str, guid: str) -> str:
+    """`<host>:<device>` from an HCA's node description (`o0001 HCA-1`, `worker20 mlx5_3`);
+    a description that is not two words keeps its text and takes the GUID as device."""
+    words = description.split()
+    if len(words) == 2:
+        return f"{words[0]}:{words[1]}"
+    return f"{' '.join(words) or guid}:{guid}"

@@ -7,6 +7,7 @@ returning plain dataclasses; `to_plain` turns any of them into JSON-ready dicts.
 - `load`: per-hour peak load of forwarders, OSTs and the MDS, level shares, imbalance
 - `mds`: MDS load over time, split into jobs and other clients
 - `network`: switch traffic histogram and imbalance; port R_BW and T_wait^max
+- `routers`: LNet router traffic over time and the imbalance between routers
 - `oss`: OSS request statistics (queue depth, wait, active threads) over time
 - `heatmap`: one job's bytes per OST and time bin
 """
@@ -19,6 +20,7 @@ from iolens.analyze.system.load import KindLoad, hourly_load, imbalance, level_o
 from iolens.analyze.system.mds import MdsView, mds_load
 from iolens.analyze.system.network import interconnect, job_interconnect, switch_traffic
 from iolens.analyze.system.oss import OssView, job_oss_requests, oss_requests
+from iolens.analyze.system.routers import router_traffic
 
 __all__ = [
     "Heatmap",
@@ -34,6 +36,7 @@ __all__ = [
     "mds_load",
     "oss_requests",
     "ost_heatmap",
+    "router_traffic",
     "switch_traffic",
     "to_plain",
 ]

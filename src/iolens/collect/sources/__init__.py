@@ -3,6 +3,7 @@ batches) are the registries the agent and its config read."""
 
 from iolens.collect.base import BatchSource, Source
 from iolens.collect.sources.diskstats import DiskstatsSource
+from iolens.collect.sources.fabric import FabricSource
 from iolens.collect.sources.infiniband import InfinibandSource
 from iolens.collect.sources.iofwd import IofwdSource
 from iolens.collect.sources.lnet_router import LnetRouterSource
@@ -20,6 +21,7 @@ SOURCES: dict[str, type[Source]] = {
     DiskstatsSource.name: DiskstatsSource,
     ProcioSource.name: ProcioSource,
     InfinibandSource.name: InfinibandSource,
+    FabricSource.name: FabricSource,
     LnetRouterSource.name: LnetRouterSource,
     LustreOssSource.name: LustreOssSource,
     LustreMdsSource.name: LustreMdsSource,

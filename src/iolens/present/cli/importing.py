@@ -13,6 +13,7 @@ from iolens.present.cli.app import DbOption, JsonOption, err, open_db, out, prog
 from iolens.present.cli.render import to_json
 
 if TYPE_CHECKING:
+    from iolens.collect.replay import Replay
     from iolens.model.batch import Batch
 
 #: Batches per store transaction: one commit per folder is what makes long imports slow.
@@ -46,9 +47,48 @@ def import_lustre(
     Folders already imported are skipped: re-run it as new captures arrive.
     """
     from iolens.collect.replay import Replay
-    from iolens.ingest.load import load_many
 
     replay = Replay(directory, host=host, role=role)  # bad folder names fail before the DB opens
+    _load_replay(replay, directory, db, as_json)
+
+
+def import_fabric(
+    directory: Annotated[
+        Path,
+        typer.Argument(
+            help="ibnetdiscover.out (`ibnetdiscover --ports`) and one sub-folder per sample "
+            "time, each holding `perfquery -x` outputs (*.out)."
+        ),
+    ],
+    db: DbOption = None,
+    host: Annotated[
+        str | None,
+        typer.Option(help="The host that ran the tools (default: the directory's name)."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Replay captured InfiniBand switch counters in time order, as the agent's `fabric`
+    source would have read them (re-run as new captures arrive: loaded folders are skipped).
+    """
+    from iolens.collect.replay import Replay
+    from iolens.collect.sources.fabric import TOPOLOGY_FILE, FabricSource
+    from iolens.errors import InputError
+
+    topology = directory / TOPOLOGY_FILE
+    if directory.is_dir() and not topology.is_file():
+        raise InputError(str(topology), "missing: save `ibnetdiscover --ports` output there")
+
+    def fabric(name: str) -> FabricSource:
+        return FabricSource(name, topology=topology, counters=".")
+
+    replay = Replay(directory, host=host or directory.resolve().name, sources={"fabric": fabric})  # type: ignore[dict-item]
+    _load_replay(replay, directory, db, as_json)
+
+
+def _load_replay(replay: Replay, directory: Path, db: Path | None, as_json: bool) -> None:
+    """Every folder's batch into the store, `GROUP` to a transaction, and a summary."""
+    from iolens.ingest.load import load_many
+
     totals = {"folders": len(replay.samples), "batches": 0, "skipped": 0}
     rows = {"metrics": 0, "server_samples": 0}
     with open_db(db, create=True) as store, progress() as bar:

@@ -27,6 +27,7 @@ from iolens.present.cli import (
     expect,
     importing,
     jobdiag,
+    network,
     remote,
     render,
     reporting,
@@ -277,6 +278,7 @@ tracing.import_app.command("sacct")(scheduler.import_sacct)
 app.add_typer(scheduler.hook_app, name="hook")
 app.add_typer(site.site_app, name="site")
 tracing.import_app.command("lustre")(importing.import_lustre)
+tracing.import_app.command("fabric")(importing.import_fabric)
 tracing.import_app.command("lmt")(importing.import_lmt)
 tracing.import_app.command("darshan")(darshan_import.import_darshan)
 app.command()(serving.serve)
@@ -287,6 +289,7 @@ app.command("advise")(advise.advise)
 app.command()(agenting.agent)
 app.add_typer(agenting.config_app, name="config")
 system.register(app)
+app.command("network")(network.network)
 subscribing.register(system.alerts_app)
 app.command()(watching.watch)
 tracing.import_app.command("io500")(expect.import_io500)

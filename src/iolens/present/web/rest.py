@@ -253,6 +253,14 @@ def router(web: Any) -> APIRouter:
         with web.readers.reader() as store:
             return _json(system_views.switches_page(store)["view"])
 
+    @r.get("/admin/routers")
+    def admin_routers() -> Response:
+        """LNet router traffic per router and minute, and how uneven it is."""
+        from iolens.analyze.system import router_traffic, to_plain
+
+        with web.readers.reader() as store:
+            return _json(to_plain(router_traffic(store)))
+
     @r.get("/admin/top")
     def admin_top(limit: int = Query(15, ge=1, le=1000)) -> Response:
         """Top users and applications by bytes moved."""

@@ -270,7 +270,50 @@ def switches_page(store: Store) -> dict[str, Any]:
         if view["histogram"]
         else None
     )
-    return {"view": view, "per_svg": per, "hist_svg": hist}
+    return {"view": view, "per_svg": per, "hist_svg": hist, **routers_part(store)}
+
+
+#: Router load levels drawn (fraction of the busiest router-minute): the legend lists each.
+ROUTER_LEVELS = (0.25, 0.5, 0.75, 1.0)
+
+
+def routers_part(store: Store) -> dict[str, Any]:
+    """LNet routers beside the switches: bytes each routed and its load per minute, cells
+    coloured at the level (`ROUTER_LEVELS`) their rate reaches so the legend names every
+    colour drawn."""
+    from iolens.analyze.system import router_traffic, to_plain
+
+    view = to_plain(router_traffic(store))
+    if not view["routers"]:
+        return {"routers": view, "routers_svg": None, "routers_time_svg": None}
+    names = [r["component_id"] for r in view["routers"]]
+    per = svg.bars(
+        names,
+        [("routed", svg.WRITE, [r["bytes"] / 2**30 for r in view["routers"]])],
+        ylabel="GiB routed",
+        label="LNet router traffic",
+        fmt=lambda v: f"{v:,.1f} GiB",
+    )
+    top = max((v for n in names for v in view["rates"][n] if v is not None), default=0.0) or 1.0
+    mins = [m.strftime("%m-%d %H:%M") for m in view["minutes"]]
+
+    def level(i: int, j: int) -> float | None:
+        v = view["rates"][names[i]][j]
+        return None if v is None else next(x for x in ROUTER_LEVELS if v / top <= x + 1e-12)
+
+    def colour(i: int, j: int) -> str | None:
+        x = level(i, j)
+        return None if x is None else svg.ramp(x)
+
+    def title(i: int, j: int) -> str:
+        v = view["rates"][names[i]][j]
+        return f"{names[i]} {mins[j]}: " + ("no sample" if v is None else f"{v / 2**20:,.1f} MiB/s")
+
+    legend = [(f"<= {x * top / 2**20:,.0f} MiB/s", svg.ramp(x)) for x in ROUTER_LEVELS]
+    over_time = svg.heatmap(
+        names, mins, colour, title, label="LNet router load per minute", legend=legend
+    )
+    return {"routers": view, "routers_svg": per, "routers_time_svg": over_time}
 
 
 def top_page(store: Store, limit: int = 15) -> dict[str, Any]:
