@@ -61,6 +61,7 @@ def analyze_jobs(
     now = datetime.now(UTC).replace(tzinfo=None)
     reports = _diagnosed(store, job_ids, reports, everything, failed, span)
     box: list[dict[str, object] | None] = []  # the IO500 box, read once when first needed
+    costs = savings.SystemCosts(store)  # the system's cost per byte, read once per day
     for rep in reports:
         job_id = rep.job_id
         rep.series = None
@@ -77,7 +78,7 @@ def analyze_jobs(
         if mine:
             if not box:
                 box.append(savings.io500_box(store))
-            _estimate(store, rep, mine, box[0], failed)
+            _estimate(store, rep, mine, box[0], costs, failed)
         found += [f for _r, f in mine]
         summary = {k: getattr(rep, k) for k in JOB_SUMMARIES.names if hasattr(rep, k)}
         summaries.append({**summary, "findings": len(mine), "analyzed": now})
@@ -125,11 +126,12 @@ def _estimate(
     rep: JobReport,
     mine: list[tuple[JobRule, Finding]],
     box: dict[str, object] | None,
+    costs: savings.SystemCosts,
     failed: list[tuple[str, str, str]],
 ) -> None:
     """Each finding's saving into its `gain`, and the findings ordered by it (largest
     first); a model that fails costs that estimate only."""
-    ctx = savings.context(store, rep, box)
+    ctx = savings.context(store, rep, box, costs)
     for rule, f in mine:
         try:
             s = rule.saving(f, rep, ctx)

@@ -23,7 +23,10 @@ range is the honest part. A saving never exceeds the time the fixed cost takes n
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any
 
 from iolens.analyze.jobreport import JobReport
@@ -85,11 +88,16 @@ class CallCost:
 
 @dataclass
 class Context:
-    """Everything the models read besides the report."""
+    """Everything the models read besides the report. The call cost is read when a model
+    first asks for it (only IOL004's does): the other findings' jobs cost no call query."""
 
     capacity: Capacity = field(default_factory=Capacity)
-    calls: CallCost | None = None
     cores: int = 1  # processes (or nodes when the process count is unknown)
+    read_calls: Callable[[], CallCost | None] | None = None
+
+    @cached_property
+    def calls(self) -> CallCost | None:
+        return self.read_calls() if self.read_calls else None
 
 
 @dataclass(frozen=True)
@@ -169,12 +177,18 @@ def meta_time(report: JobReport) -> float:
 # ---- the evidence, from the store ------------------------------------------------------
 
 
-def context(store: Store, report: JobReport, io500: dict[str, Any] | None) -> Context:
-    """The context of one job; `io500` is `io500_box(store)` (read once per analysis)."""
+def context(
+    store: Store,
+    report: JobReport,
+    io500: dict[str, Any] | None,
+    costs: SystemCosts | None = None,
+) -> Context:
+    """The context of one job; `io500` is `io500_box(store)` and `costs` a `SystemCosts`,
+    both made once per analysis run."""
     return Context(
         capacity=_capacity(store, report, io500),
-        calls=call_cost(store, report.job_id),
         cores=int(report.nprocs or report.nodes or 1),
+        read_calls=lambda: call_cost(store, report.job_id, costs),
     )
 
 
@@ -294,7 +308,7 @@ def fit(sums: dict[str, Any]) -> Fit | None:
     return Fit(a, b, math.sqrt(max(rss, 0.0) / (int(sums["m"]) - 2) * bb / det))
 
 
-def call_cost(store: Store, job_id: str) -> CallCost | None:
+def call_cost(store: Store, job_id: str, costs: SystemCosts | None = None) -> CallCost | None:
     """The job's data calls, and the part of each call's time that is per-call overhead.
 
     A call costs latency + size x (seconds per byte). The calls are the application's:
@@ -304,30 +318,34 @@ def call_cost(store: Store, job_id: str) -> CallCost | None:
     1. a least-squares fit of the job's own records, when their sizes spread enough to
        tell the two parts apart (`Fit.determined`);
     2. the cost per byte the same fit finds over other jobs' records of the same layer,
-       direction and sharing (a shared file's bytes cost more) on this store in the last
-       RATE_WINDOW_DAYS, or the time per byte of their calls of >= LARGE_CALL bytes (a job
-       of one request size cannot tell its latency from its transfer time, the system's
-       other jobs can); the latency is then the rest of the job's time per call;
+       direction and sharing (a shared file's bytes cost more) on this store in the
+       RATE_WINDOW_DAYS up to the end of the job's day (`SystemCosts`), or the time per
+       byte of their calls of >= LARGE_CALL bytes (a job of one request size cannot tell
+       its latency from its transfer time, the system's other jobs can); the latency is
+       then the rest of the job's time per call;
     3. all of a call's time counted as its latency (an upper bound on the overhead).
     """
-    per = store.query(
-        _OUTERMOST + "SELECT op, layer, shared, sum(n) AS calls, sum(nb) AS nbytes, "
-        f"sum(t) AS secs, {_FIT_SUMS} FROM d GROUP BY ALL ORDER BY op, layer, shared",
+    # one pass: the fit sums per stream, and the call count of each request size
+    rows = store.query(
+        _OUTERMOST + "SELECT op, layer, shared, size, sum(n) AS calls, sum(nb) AS nbytes, "
+        f"sum(t) AS secs, {_FIT_SUMS} FROM d "
+        "GROUP BY GROUPING SETS ((op, layer, shared), (size)) ORDER BY op, layer, shared",
         [job_id, job_id],
     ).to_pylist()
+    per = [r for r in rows if r["op"] is not None]
+    sizes = [(int(r["size"] or 0), int(r["calls"] or 0)) for r in rows if r["op"] is None]
     calls = sum(int(r["calls"] or 0) for r in per)
     if not calls:
         return None
     nbytes = sum(int(r["nbytes"] or 0) for r in per)
     secs = sum(float(r["secs"] or 0.0) for r in per)
-    whole = store.query(_OUTERMOST + f"SELECT {_FIT_SUMS} FROM d", [job_id, job_id]).to_pylist()
-    own = fit(whole[0])
-    if own is not None and own.determined and _spread(store, job_id, calls):
+    own = fit(_added(per))
+    if own is not None and own.determined and _spread(sizes, calls):
         return CallCost(calls, nbytes, secs, own.latency, own.se, "fitted to the job's calls")
-    costs = _system_costs(store, job_id)
+    cost_of = (costs or SystemCosts(store)).for_job(job_id)
     transfer, known, basis = 0.0, 0, []
     for r in per:
-        cost = costs.get((r["op"], r["layer"], r["shared"]))
+        cost = cost_of.get((r["op"], r["layer"], r["shared"]))
         if cost is None:  # a side stream (a library's reads): its time counts as overhead
             continue
         known += int(r["calls"] or 0)
@@ -342,50 +360,82 @@ def call_cost(store: Store, job_id: str) -> CallCost | None:
     return CallCost(calls, nbytes, secs, secs / calls, None, "all of each call counted")
 
 
-def _spread(store: Store, job_id: str, calls: int) -> bool:
+_SUM_KEYS = ("nn", "nnb", "bb", "tn", "tb", "tt", "m", "big_t", "big_b")
+
+
+def _added(rows: list[dict[str, Any]], minus: list[dict[str, Any]] = ()) -> dict[str, Any]:
+    """The fit sums of `rows` added up, less those of `minus` (the sums are additive)."""
+    out = {k: sum(float(r.get(k) or 0) for r in rows) for k in _SUM_KEYS}
+    for r in minus:
+        for k in _SUM_KEYS:
+            out[k] -= float(r.get(k) or 0)
+    return out
+
+
+def _spread(sizes: list[tuple[int, int]], calls: int) -> bool:
     """Whether the job's calls come in sizes apart enough to fit both parts: its two most
     frequent sizes each hold >= 10 % of its calls and differ 4x or more (a few odd-sized
     calls of a library beside one request size tell nothing)."""
-    top = store.query(
-        _OUTERMOST + "SELECT size, sum(n) AS k FROM d GROUP BY size ORDER BY k DESC LIMIT 2",
-        [job_id, job_id],
-    ).to_pylist()
-    if len(top) < 2 or top[1]["k"] < 0.1 * calls:
+    top = sorted(sizes, key=lambda sk: -sk[1])[:2]
+    if len(top) < 2 or top[1][1] < 0.1 * calls:
         return False
-    lo, hi = sorted(max(int(r["size"] or 0), 1) for r in top)
+    lo, hi = sorted(max(size, 1) for size, _k in top)
     return hi >= 4 * lo
 
 
-def _system_costs(store: Store, job_id: str) -> dict[tuple[str, str, bool], float]:
-    """(op, layer, shared file) -> seconds per byte fitted over other jobs' records in the
-    RATE_WINDOW_DAYS before this job ended (where their sizes tell it)."""
-    rows = store.query(
-        f"""
-        WITH c AS (
-            SELECT c.* FROM client_io c, (SELECT coalesce("end", now()::TIMESTAMP) AS e
-                                          FROM jobs WHERE job_id = ?) j
-            WHERE c.job_id <> ? AND c.op IN ('read', 'write') AND c.dur_ns > 0
-              AND c.t_start <= j.e AND c.t_start >= j.e - INTERVAL {RATE_WINDOW_DAYS} DAY
-        ), sh AS (
-            SELECT job_id, file_id, count(DISTINCT (node, pid)) > 1 AS shared
-            FROM c GROUP BY job_id, file_id
-        ), d AS (
-            SELECT c.op, c.layer, sh.shared, c."count"::DOUBLE AS n,
-                   (c."count" * c.size)::DOUBLE AS nb, c.dur_ns::DOUBLE / 1e9 AS t
-            FROM c JOIN sh USING (job_id, file_id)
-        )
-        SELECT op, layer, shared, {_FIT_SUMS},
-               sum(t) FILTER (WHERE nb >= n * {LARGE_CALL}) AS big_t,
-               sum(nb) FILTER (WHERE nb >= n * {LARGE_CALL}) AS big_b
-        FROM d GROUP BY ALL
-        """,
-        [job_id, job_id],
-    ).to_pylist()
-    out = {}
-    for r in rows:
-        f = fit(r)
-        if f is not None and f.cost > 0:
-            out[(r["op"], r["layer"], bool(r["shared"]))] = f.cost
-        elif r["big_b"] and r["big_t"]:  # large calls of one size: their time is transfer
-            out[(r["op"], r["layer"], bool(r["shared"]))] = r["big_t"] / r["big_b"]
-    return out
+#: Fit sums per (op, layer, shared) of client records; `{where}` picks the records.
+_COST_SUMS = f"""
+    WITH c AS (SELECT * FROM client_io
+               WHERE op IN ('read', 'write') AND dur_ns > 0 AND {{where}}),
+    sh AS (SELECT job_id, file_id, count(DISTINCT (node, pid)) > 1 AS shared
+           FROM c GROUP BY job_id, file_id),
+    d AS (SELECT c.op, c.layer, sh.shared, c."count"::DOUBLE AS n,
+                 (c."count" * c.size)::DOUBLE AS nb, c.dur_ns::DOUBLE / 1e9 AS t
+          FROM c JOIN sh USING (job_id, file_id))
+    SELECT op, layer, shared, {_FIT_SUMS},
+           sum(t) FILTER (WHERE nb >= n * {LARGE_CALL}) AS big_t,
+           sum(nb) FILTER (WHERE nb >= n * {LARGE_CALL}) AS big_b
+    FROM d GROUP BY ALL
+"""
+
+
+class SystemCosts:
+    """Seconds per byte per (op, layer, shared file), fitted over the other jobs' records
+    of the RATE_WINDOW_DAYS up to the end (UTC midnight) of a job's day.
+
+    The window's sums are read once per day for a whole analysis run and the job's own
+    records subtracted (the fit sums are additive), so a run over many jobs scans the
+    system's records once per day of job ends, not once per job."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._days: dict[datetime, list[dict[str, Any]]] = {}
+
+    def for_job(self, job_id: str) -> dict[tuple[str, str, bool], float]:
+        row = self.store.query(
+            'SELECT coalesce("end", now()::TIMESTAMP) AS e FROM jobs WHERE job_id = ?', [job_id]
+        ).to_pylist()
+        if not row:
+            return {}
+        e = row[0]["e"]
+        day = datetime(e.year, e.month, e.day) + timedelta(days=1)
+        if day not in self._days:
+            self._days[day] = self.store.query(
+                _COST_SUMS.format(where="t_start < ? AND t_start >= ?"),
+                [day, day - timedelta(days=RATE_WINDOW_DAYS)],
+            ).to_pylist()
+        own = self.store.query(
+            _COST_SUMS.format(where="job_id = ? AND t_start < ? AND t_start >= ?"),
+            [job_id, day, day - timedelta(days=RATE_WINDOW_DAYS)],
+        ).to_pylist()
+        out = {}
+        for r in self._days[day]:
+            key = (r["op"], r["layer"], bool(r["shared"]))
+            mine = [o for o in own if (o["op"], o["layer"], bool(o["shared"])) == key]
+            sums = _added([r], mine)
+            f = fit(sums) if sums["m"] > 2 else None
+            if f is not None and f.cost > 0:
+                out[key] = f.cost
+            elif sums["big_b"] > 0 and sums["big_t"] > 0:  # large calls of one size
+                out[key] = sums["big_t"] / sums["big_b"]
+        return out
