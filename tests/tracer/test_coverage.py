@@ -1,0 +1,130 @@
+"""Calls the tracer must see, probed with real programs under the real tracer.
+
+Each probe (workloads/coverage.c, or a stock tool such as `cp`) reports its own data
+calls on files under BASE; the decoded trace must hold exactly those (path, op, offset,
+size) events - after expanding each record's fixed-stride run - and the same bytes per
+file in the summaries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.tracer.conftest import HERE, compile_c, needs_cc, paths_of, run
+
+pytestmark = needs_cc
+
+FORTIFY = {"plain": (), "fortified": ("-D_FORTIFY_SOURCE=2",)}
+
+
+@pytest.fixture(scope="session", params=sorted(FORTIFY))
+def probe(request, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp(f"coverage-{request.param}")
+    return compile_c(HERE / "workloads" / "coverage.c", out / "coverage", *FORTIFY[request.param])
+
+
+def events(traces, base: Path, layers=("posix", "stdio")) -> Counter:
+    """(path, op, offset, size) of every data call on files under `base`, runs expanded."""
+    got: Counter = Counter()
+    for t in traces:
+        paths = paths_of(t)
+        for row in t.client_io.to_pylist():
+            path = paths[row["file_id"]]
+            if row["op"] not in ("read", "write") or row["layer"] not in layers:
+                continue
+            if not path.startswith(str(base)) or row["size"] == 0:
+                continue
+            for k in range(row["count"]):
+                got[(path, row["op"], row["offset"] + k * row["stride"], row["size"])] += 1
+    return got
+
+
+def claimed(stderr: str) -> Counter:
+    """The events the probe reported for itself."""
+    evs = [json.loads(x)["ev"] for x in stderr.splitlines() if x.startswith('{"ev"')]
+    return Counter(tuple(e) for e in evs)
+
+
+def per_file(traces, base: Path, layer: str) -> dict[str, tuple[int, int]]:
+    """Bytes read and written per file under `base`, from the summaries."""
+    out: dict[str, tuple[int, int]] = {}
+    for t in traces:
+        paths = paths_of(t)
+        for s in t.summaries.to_pylist():
+            p = paths[s["file_id"]]
+            moved = s["bytes_read"] or s["bytes_written"]
+            if p.startswith(str(base)) and s["layer"] == layer and moved:
+                rb, wb = out.get(p, (0, 0))
+                out[p] = (rb + s["bytes_read"], wb + s["bytes_written"])
+    return out
+
+
+def run_probe(probe: Path, mode: str, tmp: Path, lib: Path):
+    r = run([str(probe), mode, str(tmp / f"base-{mode}")], mode, tmp, lib=lib)
+    assert r.rc == 0, r.stderr
+    return r
+
+
+def totals(c: Counter) -> dict[str, tuple[int, int]]:
+    out: dict[str, list[int]] = {}
+    for (path, op, _off, size), n in c.items():
+        out.setdefault(path, [0, 0])[op == "write"] += size * n
+    return {p: (v[0], v[1]) for p, v in out.items()}
+
+
+# ---- 1. copy_file_range, sendfile, splice ------------------------------------------------
+
+
+def test_transfer_calls_are_a_read_and_a_write(probe, tracer_lib, tmp_path):
+    r = run_probe(probe, "transfer", tmp_path, tracer_lib)
+    want = claimed(r.stderr)
+    assert want, r.stderr
+    got = events(r.traces(), r.base)
+    assert got == want
+    assert per_file(r.traces(), r.base, "posix") == totals(want)
+
+
+def _env(lib: Path, spool: Path) -> dict[str, str]:
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("IOLENS_", "LD_PRELOAD"))}
+    return e | {"IOLENS_SPOOL": str(spool), "IOLENS_JOB_ID": "t", "LD_PRELOAD": str(lib)}
+
+
+@pytest.mark.parametrize("tool", ["cp", "cat", "shutil"])
+def test_copy_tools_bytes_are_seen(tool, tracer_lib, tmp_path):
+    """`cp`, `cat` (copy_file_range) and shutil.copyfile (sendfile): the source's size
+    read, the destination's size written."""
+    base = tmp_path / "base"
+    base.mkdir()
+    src, dst = base / "src.bin", base / "dst.bin"
+    src.write_bytes(os.urandom(3 * 1024 * 1024 + 17))
+    size = src.stat().st_size
+    spool = tmp_path / "spool"
+    cmds = {
+        "cp": ["cp", str(src), str(dst)],
+        "cat": ["cat", str(src)],
+        "shutil": [
+            sys.executable,
+            "-c",
+            f"import shutil; shutil.copyfile({str(src)!r}, {str(dst)!r})",
+        ],
+    }
+    if shutil.which(cmds[tool][0]) is None:
+        pytest.skip(f"no {tool}")
+    with open(dst, "wb") as out:
+        res = subprocess.run(cmds[tool], stdout=out, env=_env(tracer_lib, spool), timeout=60)
+    assert res.returncode == 0
+    assert dst.stat().st_size == size
+    from iolens.tracefile import decode_dir
+
+    files = per_file(list(decode_dir(spool)), base, "posix")
+    assert files[str(src)][0] == size
+    if tool != "cat":  # cat writes to its stdout, "<STDOUT>"
+        assert files[str(dst)][1] == size
