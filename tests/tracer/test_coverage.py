@@ -128,3 +128,32 @@ def test_copy_tools_bytes_are_seen(tool, tracer_lib, tmp_path):
     assert files[str(src)][0] == size
     if tool != "cat":  # cat writes to its stdout, "<STDOUT>"
         assert files[str(dst)][1] == size
+
+
+# ---- 2. stdio characters, lines, formatted output, positions -------------------------------
+
+
+def test_stdio_text_calls_are_seen_at_their_offsets(probe, tracer_lib, tmp_path):
+    """fputc/putc/fgetc/getc (and *_unlocked), getline/getdelim, puts/printf/vprintf/
+    putchar, dprintf, with rewind, ungetc and fgetpos/fsetpos moving the stream."""
+    r = run_probe(probe, "text", tmp_path, tracer_lib)
+    want = claimed(r.stderr)
+    assert want, r.stderr
+    assert events(r.traces(), r.base) == want
+    stdio = per_file(r.traces(), r.base, "stdio")
+    posix = per_file(r.traces(), r.base, "posix")
+    assert {**stdio, **posix} == totals(want)
+    assert set(posix) == {str(r.base / "dp")}
+
+
+def test_single_characters_merge_into_one_record(probe, tracer_lib, tmp_path):
+    """1000 fputc calls in a row are one record of count 1000, not 1000 records."""
+    r = run_probe(probe, "text", tmp_path, tracer_lib)
+    (t,) = r.traces()
+    paths = paths_of(t)
+    s1 = str(r.base / "s1")
+    ones = [
+        x for x in t.client_io.to_pylist()
+        if paths[x["file_id"]] == s1 and x["op"] == "write" and x["size"] == 1
+    ]  # fmt: skip
+    assert ones[0]["offset"] == 0 and ones[0]["count"] >= 1000 and ones[0]["stride"] == 1

@@ -100,6 +100,128 @@ static void transfer(void)
     close(o4);
 }
 
+/* character, line and formatted stdio calls, and rewind/fgetpos/fsetpos/ungetc; the
+   *_unlocked character calls go through pointers, as glibc inlines them at -O2 */
+static int (*volatile p_fputc_unlocked)(int, FILE *) = fputc_unlocked;
+static int (*volatile p_putc_unlocked)(int, FILE *) = putc_unlocked;
+static int (*volatile p_fgetc_unlocked)(FILE *) = fgetc_unlocked;
+static int (*volatile p_getc_unlocked)(FILE *) = getc_unlocked;
+
+static int vp(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vprintf(fmt, ap);
+    va_end(ap);
+    return n;
+}
+
+static void text(void)
+{
+    char s1[4096], out[4096], dp[4096], line[256];
+    FILE *fp = fopen(at(s1, "s1"), "w+");
+    if (!fp)
+        exit(99);
+    long off = 0, n;
+    for (int i = 0; i < 1000; i++, off++) {
+        CHECK(fputc('a' + i % 26, fp));
+        ev(s1, "write", off, 1);
+    }
+    for (int i = 0; i < 100; i++, off++) {
+        CHECK(putc('A', fp));
+        ev(s1, "write", off, 1);
+    }
+    for (int i = 0; i < 50; i++, off += 2) {
+        CHECK(p_fputc_unlocked('b', fp));
+        ev(s1, "write", off, 1);
+        CHECK(p_putc_unlocked('c', fp));
+        ev(s1, "write", off + 1, 1);
+    }
+    CHECK(fputs_unlocked("hello\n", fp));
+    ev(s1, "write", off, 6);
+    off += 6;
+    memset(bufa, 'q', 100);
+    n = (long)fwrite_unlocked(bufa, 1, 100, fp);
+    ev(s1, "write", off, n);
+    off += n;
+    n = fprintf(fp, "line %d\n", 42);
+    CHECK(n);
+    ev(s1, "write", off, n);
+    off += n;
+    rewind(fp);
+    off = 0;
+    for (int i = 0; i < 10; i++) {
+        CHECK(fgetc(fp));
+        ev(s1, "read", off++, 1);
+        CHECK(getc(fp));
+        ev(s1, "read", off++, 1);
+        CHECK(p_fgetc_unlocked(fp));
+        ev(s1, "read", off++, 1);
+        CHECK(p_getc_unlocked(fp));
+        ev(s1, "read", off++, 1);
+    }
+    int c = fgetc(fp);
+    ev(s1, "read", off, 1);
+    CHECK(ungetc(c, fp));
+    CHECK(fgetc(fp));
+    ev(s1, "read", off++, 1);
+    fpos_t pos;
+    CHECK(fgetpos(fp, &pos));
+    for (int i = 0; i < 5; i++) {
+        CHECK(fgetc(fp));
+        ev(s1, "read", off + i, 1);
+    }
+    CHECK(fsetpos(fp, &pos));
+    for (int i = 0; i < 5; i++) {
+        CHECK(fgetc(fp));
+        ev(s1, "read", off + i, 1);
+    }
+    off += 5;
+    char *l = NULL;
+    size_t cap = 0;
+    n = getline(&l, &cap, fp); /* up to the end of "hello\n" */
+    CHECK(n);
+    ev(s1, "read", off, n);
+    off += n;
+    CHECK(fgets_unlocked(line, 30, fp) ? 0 : -1);
+    n = (long)strlen(line);
+    ev(s1, "read", off, n);
+    off += n;
+    n = (long)fread_unlocked(line, 1, 20, fp);
+    ev(s1, "read", off, n);
+    off += n;
+    n = getdelim(&l, &cap, '\n', fp);
+    CHECK(n);
+    ev(s1, "read", off, n);
+    free(l);
+    fclose(fp);
+    /* stdout, reopened onto a file */
+    fflush(stdout);
+    if (!freopen(at(out, "out"), "w", stdout))
+        exit(99);
+    off = 0;
+    n = printf("x=%d\n", 5);
+    ev(out, "write", off, n);
+    off += n;
+    CHECK(puts("abc"));
+    ev(out, "write", off, 4);
+    off += 4;
+    CHECK(putchar('z'));
+    ev(out, "write", off, 1);
+    off += 1;
+    n = vp("%s-%d\n", "vp", 7);
+    ev(out, "write", off, n);
+    fflush(stdout);
+    /* dprintf writes to a file descriptor: the POSIX layer */
+    int fd = open(at(dp, "dp"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd);
+    n = dprintf(fd, "%s=%d\n", "dp", 12345);
+    ev(dp, "write", 0, n);
+    n = dprintf(fd, "%s\n", "again");
+    ev(dp, "write", 9, n);
+    close(fd);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -109,6 +231,8 @@ int main(int argc, char **argv)
     base = argv[2];
     if (!strcmp(argv[1], "transfer"))
         transfer();
+    else if (!strcmp(argv[1], "text"))
+        text();
     else {
         fprintf(stderr, "unknown mode %s\n", argv[1]);
         return 2;
