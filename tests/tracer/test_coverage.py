@@ -31,16 +31,17 @@ def probe(request, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return compile_c(HERE / "workloads" / "coverage.c", out / "coverage", *FORTIFY[request.param])
 
 
-def events(traces, base: Path, layers=("posix", "stdio")) -> Counter:
-    """(path, op, offset, size) of every data call on files under `base`, runs expanded."""
+def events(traces, base: Path, also: set[str] = frozenset()) -> Counter:
+    """(path, op, offset, size) of every data call on files under `base` (or named in
+    `also`), runs expanded."""
     got: Counter = Counter()
     for t in traces:
         paths = paths_of(t)
         for row in t.client_io.to_pylist():
             path = paths[row["file_id"]]
-            if row["op"] not in ("read", "write") or row["layer"] not in layers:
+            if row["op"] not in ("read", "write") or row["size"] == 0:
                 continue
-            if not path.startswith(str(base)) or row["size"] == 0:
+            if not path.startswith(str(base)) and path not in also:
                 continue
             for k in range(row["count"]):
                 got[(path, row["op"], row["offset"] + k * row["stride"], row["size"])] += 1
@@ -157,3 +158,17 @@ def test_single_characters_merge_into_one_record(probe, tracer_lib, tmp_path):
         if paths[x["file_id"]] == s1 and x["op"] == "write" and x["size"] == 1
     ]  # fmt: skip
     assert ones[0]["offset"] == 0 and ones[0]["count"] >= 1000 and ones[0]["stride"] == 1
+
+
+# ---- 3. temporary files ---------------------------------------------------------------------
+
+
+def test_temporary_files_keep_their_io(probe, tracer_lib, tmp_path):
+    """mkstemp/mkostemp/mkstemps/mkostemps files by their generated names, and tmpfile's
+    unnamed file by its /proc link, with every byte at its offset."""
+    r = run_probe(probe, "tmp", tmp_path, tracer_lib)
+    want = claimed(r.stderr)
+    tmp = {p for p, *_ in want if not p.startswith(str(r.base))}
+    assert len(tmp) == 1 and next(iter(tmp)).endswith("(deleted)")
+    assert len({p for p, *_ in want}) == 5
+    assert events(r.traces(), r.base, also=tmp) == want

@@ -222,6 +222,44 @@ static void text(void)
     close(fd);
 }
 
+/* the mkstemp family and tmpfile: files glibc opens with its internal open */
+static void tmpfiles(void)
+{
+    char t[4][4096];
+    memset(bufa, 't', 4096);
+    int fds[4];
+    snprintf(t[0], 4096, "%s/a-XXXXXX", base);
+    fds[0] = mkstemp(t[0]);
+    snprintf(t[1], 4096, "%s/b-XXXXXX", base);
+    fds[1] = mkostemp(t[1], O_CLOEXEC);
+    snprintf(t[2], 4096, "%s/c-XXXXXX.dat", base);
+    fds[2] = mkstemps(t[2], 4);
+    snprintf(t[3], 4096, "%s/d-XXXXXX.dat", base);
+    fds[3] = mkostemps(t[3], 4, O_APPEND);
+    for (int i = 0; i < 4; i++) {
+        CHECK(fds[i]);
+        CHECK(write(fds[i], bufa, 1000 + i));
+        ev(t[i], "write", 0, 1000 + i);
+        CHECK(pread(fds[i], bufa, 100, 10));
+        ev(t[i], "read", 10, 100);
+        close(fds[i]);
+    }
+    FILE *fp = tmpfile();
+    if (!fp)
+        exit(99);
+    char link[64], tp[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fileno(fp));
+    ssize_t n = readlink(link, tp, sizeof tp - 1);
+    CHECK(n);
+    tp[n] = 0;
+    size_t w = fwrite(bufa, 1, 3000, fp);
+    ev(tp, "write", 0, (long)w);
+    rewind(fp);
+    size_t r = fread(bufa, 1, 4096, fp);
+    ev(tp, "read", 0, (long)r);
+    fclose(fp);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -233,6 +271,8 @@ int main(int argc, char **argv)
         transfer();
     else if (!strcmp(argv[1], "text"))
         text();
+    else if (!strcmp(argv[1], "tmp"))
+        tmpfiles();
     else {
         fprintf(stderr, "unknown mode %s\n", argv[1]);
         return 2;
