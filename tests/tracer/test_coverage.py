@@ -172,3 +172,17 @@ def test_temporary_files_keep_their_io(probe, tracer_lib, tmp_path):
     assert len(tmp) == 1 and next(iter(tmp)).endswith("(deleted)")
     assert len({p for p, *_ in want}) == 5
     assert events(r.traces(), r.base, also=tmp) == want
+
+
+# ---- 5. close_range / closefrom ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["close_range", "closefrom"])
+def test_closed_range_forgets_its_fds(mode, probe, tracer_lib, tmp_path):
+    """After the file's fds are closed in one call, a pipe reusing them is not the file."""
+    r = run_probe(probe, mode, tmp_path, tracer_lib)
+    want = claimed(r.stderr)
+    assert events(r.traces(), r.base) == want
+    (t,) = r.traces()
+    closes = [x for x in t.summaries.to_pylist() if paths_of(t)[x["file_id"]].endswith("/f")]
+    assert closes[0]["close_ops"] == 2  # the file's fd and its dup

@@ -260,6 +260,31 @@ static void tmpfiles(void)
     fclose(fp);
 }
 
+/* close_range/closefrom, then the fds reused by pipes: pipe I/O is not file I/O */
+static void closerange(int use_closefrom)
+{
+    char f[4096];
+    memset(bufa, 'r', 8192);
+    int fd = open(at(f, "f"), O_RDWR | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd);
+    CHECK(write(fd, bufa, 8192));
+    ev(f, "write", 0, 8192);
+    int fd2 = dup(fd);
+    CHECK(fd2);
+    if (use_closefrom)
+        closefrom(fd);
+    else
+        CHECK(close_range((unsigned)fd, ~0U, 0));
+    int p[2];
+    CHECK(pipe(p)); /* the lowest free fds: the file's */
+    if (p[0] != fd && p[1] != fd)
+        exit(98);
+    for (int i = 0; i < 5; i++) {
+        CHECK(write(p[1], bufa, 1000));
+        CHECK(read(p[0], bufa, 1000));
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -273,6 +298,10 @@ int main(int argc, char **argv)
         text();
     else if (!strcmp(argv[1], "tmp"))
         tmpfiles();
+    else if (!strcmp(argv[1], "close_range"))
+        closerange(0);
+    else if (!strcmp(argv[1], "closefrom"))
+        closerange(1);
     else {
         fprintf(stderr, "unknown mode %s\n", argv[1]);
         return 2;
