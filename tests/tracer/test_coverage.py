@@ -186,3 +186,15 @@ def test_closed_range_forgets_its_fds(mode, probe, tracer_lib, tmp_path):
     (t,) = r.traces()
     closes = [x for x in t.summaries.to_pylist() if paths_of(t)[x["file_id"]].endswith("/f")]
     assert closes[0]["close_ops"] == 2  # the file's fd and its dup
+
+
+# ---- 6. POSIX AIO -----------------------------------------------------------------------------
+
+
+def test_aio_bytes_are_counted(probe, tracer_lib, tmp_path):
+    """aio_write, aio_read and a lio_listio of a write, a read and a no-op."""
+    r = run_probe(probe, "aio", tmp_path, tracer_lib)
+    want = claimed(r.stderr)
+    assert len(want) == 4, r.stderr
+    assert events(r.traces(), r.base) == want
+    assert per_file(r.traces(), r.base, "posix") == totals(want)

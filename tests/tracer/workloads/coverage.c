@@ -6,11 +6,13 @@
  * Usage: coverage MODE BASE
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <aio.h>
 #include <sys/sendfile.h>
 #include <unistd.h>
 
@@ -285,6 +287,48 @@ static void closerange(int use_closefrom)
     }
 }
 
+/* POSIX AIO: aio_write, aio_read, lio_listio; bytes as aio_return() reports them */
+static void aio(void)
+{
+    char f[4096];
+    static char b[4][20000];
+    memset(b, 'a', sizeof b);
+    int fd = open(at(f, "aio"), O_RDWR | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd);
+    struct aiocb w = {.aio_fildes = fd, .aio_buf = b[0], .aio_nbytes = 20000, .aio_offset = 0};
+    CHECK(aio_write(&w));
+    const struct aiocb *one[1] = {&w};
+    while (aio_error(&w) == EINPROGRESS)
+        aio_suspend(one, 1, NULL);
+    ssize_t n = aio_return(&w);
+    CHECK(n);
+    ev(f, "write", 0, n);
+    struct aiocb r = {.aio_fildes = fd, .aio_buf = b[1], .aio_nbytes = 5000, .aio_offset = 100};
+    CHECK(aio_read(&r));
+    one[0] = &r;
+    while (aio_error(&r) == EINPROGRESS)
+        aio_suspend(one, 1, NULL);
+    n = aio_return(&r);
+    CHECK(n);
+    ev(f, "read", 100, n);
+    struct aiocb l[3] = {
+        {.aio_fildes = fd, .aio_lio_opcode = LIO_WRITE, .aio_buf = b[2], .aio_nbytes = 3000,
+         .aio_offset = 20000},
+        {.aio_fildes = fd, .aio_lio_opcode = LIO_READ, .aio_buf = b[3], .aio_nbytes = 700,
+         .aio_offset = 1000},
+        {.aio_fildes = fd, .aio_lio_opcode = LIO_NOP},
+    };
+    struct aiocb *list[3] = {&l[0], &l[1], &l[2]};
+    CHECK(lio_listio(LIO_WAIT, list, 3, NULL));
+    n = aio_return(&l[0]);
+    CHECK(n);
+    ev(f, "write", 20000, n);
+    n = aio_return(&l[1]);
+    CHECK(n);
+    ev(f, "read", 1000, n);
+    close(fd);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -302,6 +346,8 @@ int main(int argc, char **argv)
         closerange(0);
     else if (!strcmp(argv[1], "closefrom"))
         closerange(1);
+    else if (!strcmp(argv[1], "aio"))
+        aio();
     else {
         fprintf(stderr, "unknown mode %s\n", argv[1]);
         return 2;
