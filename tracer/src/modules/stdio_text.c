@@ -2,9 +2,9 @@
  * stdio_text.c - the STDIO layer's character, line and formatted calls, and the
  * position calls that are not seeks by offset (rewind, fsetpos, fgetpos, ungetc).
  *
- * Character calls are hot: each is one record call, and consecutive ones on a stream
- * are contiguous 1-byte accesses, which iol_record() merges into the previous record
- * (no new record per character; see docs/performance.md for the measured cost).
+ * Character calls are hot: consecutive ones on a stream are contiguous 1-byte accesses
+ * merged into one record, and a call served from the buffer is not timed (char_merged;
+ * docs/performance.md has the measured cost).
  * glibc inlines the *_unlocked character calls and getchar/putchar into the program at
  * -O2 (bits/stdio.h), so those reach the tracer only from unoptimised code or through a
  * function pointer; the wrappers below catch every call that is made through the PLT.
@@ -21,19 +21,43 @@
 
 /* ---- characters ---------------------------------------------------------------------- */
 
+/*
+ * A character call served from the FILE buffer (no system call) costs ~5 ns; two clock
+ * reads would cost more than the call (rdtsc traps on some VMs: 130 ns here). So such a
+ * call, when it continues this thread's last record (same op, stream, 1-byte contiguous
+ * run), only bumps that record's count: no clock read, no duration (it did no I/O). The
+ * record's end time is then that of the last call that was timed (the one that started
+ * the run, or refilled/flushed the buffer). Any other call takes the timed path.
+ */
+static inline int char_merged(int op, FILE *fp)
+{
+    struct iol_fd *f = iol_fd(fd_of(fp));
+    struct iol_chunk *c = iol_chunk_tls;
+    if (!f || !f->file || !c || !c->n)
+        return 0;
+    struct iol_record *r = &c->recs[c->n - 1];
+    if (r->op != op || r->layer != IOL_LAYER_STDIO || r->file != f->file || r->size != 1 ||
+        r->offset + (int64_t)r->count * (r->count == 1 ? 1 : r->stride) != f->spos ||
+        (r->count > 1 && r->stride != 1))
+        return 0;
+    r->stride = 1;
+    r->count++;
+    f->spos++;
+    return 1;
+}
+
+/* Untimed when buffered and mergeable, else the usual timed wrapper body. */
+#define CHAR_BODY(call, buffered, op, fpx)                                                  if (iol_skip())                                                                             return call;                                                                        if (buffered) {                                                                             int rc = call;                                                                          int e = errno;                                                                          iol_guard = 1;                                                                          int done = rc == EOF || char_merged(op, fpx);                                           iol_guard = 0;                                                                          errno = e;                                                                              if (done)                                                                                   return rc;                                                                          uint64_t t = iol_now();                                                                 e = errno;                                                                              iol_guard = 1;                                                                          sdata(op, fpx, 1, t, t);                                                                iol_guard = 0;                                                                          errno = e;                                                                              return rc;                                                                          }                                                                                       PRE();                                                                                  int rc = call;                                                                          POST();                                                                                 if (rc != EOF)                                                                              sdata(op, fpx, 1, t0, t1);                                                          RETURN(rc)
+
+#define WBUF(fp) ((fp)->_IO_write_ptr < (fp)->_IO_write_end)
+#define RBUF(fp) ((fp)->_IO_read_ptr < (fp)->_IO_read_end)
+
 #define PUTC_WRAPPER(name)                                                              \
     IOL_REAL(int, name, (int, FILE *));                                                 \
     IOL_EXPORT int name(int c, FILE *fp)                                               \
     {                                                                                   \
         BEGIN(name, EOF);                                                               \
-        if (iol_skip())                                                                 \
-            return real_##name(c, fp);                                                  \
-        PRE();                                                                          \
-        int rc = real_##name(c, fp);                                                    \
-        POST();                                                                         \
-        if (rc != EOF)                                                                  \
-            sdata(IOL_OP_WRITE, fp, 1, t0, t1);                                         \
-        RETURN(rc);                                                                     \
+        CHAR_BODY(real_##name(c, fp), WBUF(fp), IOL_OP_WRITE, fp);                      \
     }
 
 PUTC_WRAPPER(fputc)
@@ -46,14 +70,7 @@ PUTC_WRAPPER(putc_unlocked)
     IOL_EXPORT int name(FILE *fp)                                                      \
     {                                                                                   \
         BEGIN(name, EOF);                                                               \
-        if (iol_skip())                                                                 \
-            return real_##name(fp);                                                     \
-        PRE();                                                                          \
-        int rc = real_##name(fp);                                                       \
-        POST();                                                                         \
-        if (rc != EOF)                                                                  \
-            sdata(IOL_OP_READ, fp, 1, t0, t1);                                          \
-        RETURN(rc);                                                                     \
+        CHAR_BODY(real_##name(fp), RBUF(fp), IOL_OP_READ, fp);                          \
     }
 
 GETC_WRAPPER(fgetc)
@@ -66,14 +83,7 @@ GETC_WRAPPER(getc_unlocked)
     IOL_EXPORT int name(int c)                                                         \
     {                                                                                   \
         BEGIN(name, EOF);                                                               \
-        if (iol_skip())                                                                 \
-            return real_##name(c);                                                      \
-        PRE();                                                                          \
-        int rc = real_##name(c);                                                        \
-        POST();                                                                         \
-        if (rc != EOF)                                                                  \
-            sdata(IOL_OP_WRITE, stdout, 1, t0, t1);                                     \
-        RETURN(rc);                                                                     \
+        CHAR_BODY(real_##name(c), WBUF(stdout), IOL_OP_WRITE, stdout);                  \
     }
 
 PUTCHAR_WRAPPER(putchar)
@@ -84,14 +94,7 @@ PUTCHAR_WRAPPER(putchar_unlocked)
     IOL_EXPORT int name(void)                                                          \
     {                                                                                   \
         BEGIN(name, EOF);                                                               \
-        if (iol_skip())                                                                 \
-            return real_##name();                                                       \
-        PRE();                                                                          \
-        int rc = real_##name();                                                         \
-        POST();                                                                         \
-        if (rc != EOF)                                                                  \
-            sdata(IOL_OP_READ, stdin, 1, t0, t1);                                       \
-        RETURN(rc);                                                                     \
+        CHAR_BODY(real_##name(), RBUF(stdin), IOL_OP_READ, stdin);                      \
     }
 
 GETCHAR_WRAPPER(getchar)
