@@ -12,7 +12,10 @@
 
 #include <sys/types.h>
 
-/* Record one copy: `in_off`/`out_off` are the explicit offsets, -1 for the fd's own. */
+/* Record one copy: `in_off`/`out_off` are the explicit offsets, -1 for the fd's own.
+   An offset pointer is read only after a successful call (which advanced it by the bytes
+   copied): a bad pointer then fails in the kernel with EFAULT, never in the tracer. */
+#define START(p, rc) ((p) ? (int64_t)*(p) - (int64_t)(rc) : -1)
 static inline void copied(int in, int64_t in_off, int out, int64_t out_off, int64_t n,
                           uint64_t t0, uint64_t t1)
 {
@@ -27,12 +30,11 @@ IOL_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t *ou
     BEGIN(copy_file_range, -1);
     if (iol_skip())
         return real_copy_file_range(in, in_off, out, out_off, len, flags);
-    int64_t io = in_off ? (int64_t)*in_off : -1, oo = out_off ? (int64_t)*out_off : -1;
     PRE();
     ssize_t rc = real_copy_file_range(in, in_off, out, out_off, len, flags);
     POST();
     if (rc >= 0)
-        copied(in, io, out, oo, rc, t0, t1);
+        copied(in, START(in_off, rc), out, START(out_off, rc), rc, t0, t1);
     RETURN(rc);
 }
 
@@ -43,12 +45,11 @@ IOL_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t *ou
         BEGIN(name, -1);                                                                \
         if (iol_skip())                                                                 \
             return real_##name(out, in, off, count);                                    \
-        int64_t io = off ? (int64_t)*off : -1;                                          \
         PRE();                                                                          \
         ssize_t rc = real_##name(out, in, off, count);                                  \
         POST();                                                                         \
         if (rc >= 0)                                                                    \
-            copied(in, io, out, -1, rc, t0, t1);                                        \
+            copied(in, START(off, rc), out, -1, rc, t0, t1);                            \
         RETURN(rc);                                                                     \
     }
 
@@ -62,11 +63,10 @@ IOL_EXPORT ssize_t splice(int in, off64_t *in_off, int out, off64_t *out_off, si
     BEGIN(splice, -1);
     if (iol_skip())
         return real_splice(in, in_off, out, out_off, len, flags);
-    int64_t io = in_off ? (int64_t)*in_off : -1, oo = out_off ? (int64_t)*out_off : -1;
     PRE();
     ssize_t rc = real_splice(in, in_off, out, out_off, len, flags);
     POST();
     if (rc >= 0)
-        copied(in, io, out, oo, rc, t0, t1);
+        copied(in, START(in_off, rc), out, START(out_off, rc), rc, t0, t1);
     RETURN(rc);
 }
