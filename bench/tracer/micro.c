@@ -3,6 +3,7 @@
  * Usage: micro MODE DIR N     prints "ns_per_op <value>": the best of 5 repetitions of N
  * calls (wall time / N) - the minimum filters out interference from VM neighbours.
  * Modes: write1 pread4k lseekread openclose create stat unlink ior_write ior_read clock
+ * fputc fgetc (one character per call through a FILE: the stdio hot path)
  * writeloop, scatterloop: ONE pass of N calls (1-byte write(); 8-byte pwrite() at random
  * offsets), mean not best, so periodic flushes inside the pass are counted (flush.py).
  */
@@ -77,7 +78,22 @@ int main(int argc, char **argv)
     }
     double best = 1e30;
     for (int rep = 0; rep < 5; rep++) {
-        if (!strcmp(mode, "write1")) {
+        if (!strcmp(mode, "fputc") || !strcmp(mode, "fgetc")) {
+            FILE *fp = fdopen(dup(fd), "r+");
+            if (!fp) return 5;
+            if (mode[1] == 'p') {
+                t0 = now();
+                for (long i = 0; i < n; i++) if (fputc('x', fp) == EOF) return 5;
+                t1 = now();
+            } else {
+                for (long i = 0; i < n; i++) if (fputc('x', fp) == EOF) return 5;
+                rewind(fp);
+                t0 = now();
+                for (long i = 0; i < n; i++) if (fgetc(fp) == EOF) return 5;
+                t1 = now();
+            }
+            fclose(fp);
+        } else if (!strcmp(mode, "write1")) {
             for (long i = 0; i < 1000; i++) if (write(fd, buf, 1) != 1) return 5;
             t0 = now();
             for (long i = 0; i < n; i++) if (write(fd, buf, 1) != 1) return 5;

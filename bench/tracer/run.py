@@ -117,6 +117,8 @@ def main() -> None:
             ("pread4k", "4 KiB pread()", 1, 60),
             ("lseekread", "lseek() + 4 KiB read()", 2, 120),
             ("openclose", "open() + close()", 2, 150),
+            ("fputc", "fputc() (stdio, 1 char)", 1, 60),
+            ("fgetc", "fgetc() (stdio, 1 char)", 1, 60),
         ):
             p, tr = paired(args.rounds, micro_fn(mode, 200_000 // scale), lib)
             a, b = p["ns_per_op"], tr["ns_per_op"]

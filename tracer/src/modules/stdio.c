@@ -7,7 +7,7 @@
  * Variadic functions are forwarded to the v* forms. fscanf's byte count is the change of
  * ftello() across the call (Darshan does the same).
  */
-#include "../core/iolens.h"
+#include "stream.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
@@ -15,39 +15,6 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#define BEGIN(name, fail)                                                               \
-    IOL_RESOLVE(name);                                                                  \
-    if (UNLIKELY(!real_##name)) {                                                       \
-        errno = ENOSYS;                                                                 \
-        return fail;                                                                    \
-    }
-IOL_REAL(off_t, ftello, (FILE *));
-
-static inline int fd_of(FILE *fp) { return fp ? fp->_fileno : -1; }
-
-static inline void sdata(int op, FILE *fp, int64_t n, uint64_t t0, uint64_t t1)
-{
-    struct iol_fd *f = iol_fd(fd_of(fp));
-    if (!f || !f->file)
-        return;
-    int64_t off = f->spos;
-    f->spos += n;
-    iol_record(op, IOL_LAYER_STDIO, f->file, off, n, t0, t1);
-}
-
-static inline void smeta(int op, FILE *fp, uint64_t t0, uint64_t t1)
-{
-    uint32_t file = iol_fd_file(fd_of(fp));
-    if (file)
-        iol_record(op, IOL_LAYER_STDIO, file, -1, 0, t0, t1);
-}
-
-static int64_t tell(FILE *fp)
-{
-    IOL_RESOLVE(ftello);
-    return real_ftello ? (int64_t)real_ftello(fp) : -1;
-}
 
 static void sopened(FILE *fp, const char *path, const char *mode, uint64_t t0, uint64_t t1)
 {
