@@ -38,6 +38,7 @@ from iolens.present.cli import (
     site,
     subscribing,
     system,
+    sysviews,
     tracing,
     users,
     watching,
@@ -287,6 +288,7 @@ app.command("advise")(advise.advise)
 app.command()(agenting.agent)
 app.add_typer(agenting.config_app, name="config")
 system.register(app)
+sysviews.register(app)
 subscribing.register(system.alerts_app)
 app.command()(watching.watch)
 tracing.import_app.command("io500")(expect.import_io500)
