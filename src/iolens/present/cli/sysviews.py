@@ -181,7 +181,8 @@ def osts(
     for i in range(width):
         t.add_column(f"slot {i}", justify="right")
     for oss, row in zip(d["servers"], d["grid"], strict=True):
-        cells = [f"{c['ost']}: {render.human_bytes(c['read_bytes'] + c['write_bytes'])}" for c in row]
+        cells = [f"{c['ost']}: {render.human_bytes(c['read_bytes'] + c['write_bytes'])}"
+                 for c in row]  # fmt: skip
         t.add_row(oss, *cells, *([""] * (width - len(cells))))
     out.print(t)
 
