@@ -257,6 +257,9 @@ def test_rest_and_page_over_http(server, web_db, store):
             assert f'<section id="{section}">' in page.text, section
         assert 'aria-label="OSTs by position"' in page.text
         assert 'aria-label="query time CDF"' in page.text
+        job_page = c.get(f"/jobs/{web_db.job}")  # the map beside the job's OST x time heatmap
+        assert job_page.status_code == 200
+        assert 'aria-label="OSTs by position"' in job_page.text
         user = web_db.auth(web_db.user)
         assert c.get("/api/admin/sysview/modes", headers=user).status_code == 403
 
