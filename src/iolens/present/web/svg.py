@@ -65,7 +65,9 @@ def heatmap(
     cw = cell_w or max(4.0, min(36.0, 760.0 / n))
     ch = 16.0 if len(rows) < 40 else 9.0
     top, bottom = 6.0, 34.0 + (18 if legend else 0)
-    width = left + cw * n + 10
+    # wide enough for the legend too, so its last label is not cut off
+    legend_w = sum(20 + 7 * len(name) for name, _ in legend)
+    width = max(left + cw * n + 10, left + legend_w + 10)
     height = top + ch * len(rows) + bottom
     parts = []
     for i, name in enumerate(rows):

@@ -76,9 +76,10 @@ def sysview_page(store: Store) -> dict[str, Any]:
         "mds_clients_svg": (
             svg.bars(
                 list(roles),
-                [("metadata ops", svg.OTHER, list(roles.values()))],
-                ylabel="metadata ops",
+                [("metadata ops", svg.OTHER, [v / 1e6 for v in roles.values()])],
+                ylabel="metadata ops, millions",
                 label="MDS load by client system",
+                fmt=lambda v: f"{v:,.2f} M",
             )
             if d["mds-clients"]["total_ops"]
             else None
