@@ -10,6 +10,11 @@ returning plain dataclasses; `to_plain` turns any of them into JSON-ready dicts.
 - `routers`: LNet router traffic over time and the imbalance between routers
 - `oss`: OSS request statistics (queue depth, wait, active threads) over time
 - `heatmap`: one job's bytes per OST and time bin
+- `anomaly_durations`: anomaly episodes by duration class and layer (Beacon Table 2)
+- `volume_by_corehours`: average I/O volume per job by core-hours (Beacon Table 3)
+- `io_mode_mix`: I/O modes by volume and job count (Beacon Table 4, Figure 9)
+- `mds_clients`: MDS load by client system: compute, login, other (Beacon Fig. 10(b))
+- `ost_positions`: bytes per OST on an OSS x index grid (the K computer's maps)
 """
 
 from __future__ import annotations

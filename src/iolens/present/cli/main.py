@@ -39,6 +39,7 @@ from iolens.present.cli import (
     site,
     subscribing,
     system,
+    sysviews,
     tracing,
     users,
     watching,
@@ -290,6 +291,7 @@ app.command()(agenting.agent)
 app.add_typer(agenting.config_app, name="config")
 system.register(app)
 app.command("network")(network.network)
+sysviews.register(app)
 subscribing.register(system.alerts_app)
 app.command()(watching.watch)
 tracing.import_app.command("io500")(expect.import_io500)

@@ -9,7 +9,7 @@ import mimetypes
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from iolens.present.web.auth import (
 )
 from iolens.present.web.browser_policy import security_headers
 from iolens.present.web.cache import PlotCache
+from iolens.present.web.query_times import QueryTimes, TimingMiddleware
 from iolens.present.web.session_secret import forget_legacy, session_secret
 from iolens.store.base import Store
 
@@ -54,6 +55,7 @@ class Web:
     env: Environment
     auth: Authenticator
     checked_stamp: Any = None  # the store's stamp when pending analyses were last looked for
+    query_times: QueryTimes = field(default_factory=QueryTimes)  # Beacon Fig. 13
 
     def page(self, request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         me: Principal | None = getattr(request.state, "principal", None)
@@ -236,6 +238,7 @@ def create_app(
     app.include_router(docs_router(app, web), dependencies=gate)
     app.include_router(static_router(), dependencies=gate)
 
+    app.add_middleware(TimingMiddleware, times=web.query_times)
     headers = security_headers()
 
     @app.middleware("http")

@@ -2,7 +2,8 @@
 
 Each entry carries a stamp, a cheap fingerprint of the data it was computed from (a job's
 last analysis time and state; the store's batch count for system views): a new stamp
-recomputes. A time-to-live bounds how stale a live view can get between stamps.
+recomputes. A time-to-live bounds how stale a live view can get between stamps. Every
+lookup is told to `query_times`, which files the request as cached or computed.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
+
+from iolens.present.web import query_times
 
 
 class PlotCache:
@@ -31,7 +34,9 @@ class PlotCache:
             if item is not None and item[0] == stamp and now - item[1] < ttl:
                 self._items.move_to_end(key)
                 self.hits += 1
+                query_times.note(hit=True)
                 return item[2]
+        query_times.note(hit=False)
         value = compute()
         with self._lock:
             self.misses += 1

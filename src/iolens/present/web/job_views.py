@@ -128,6 +128,7 @@ def job_page(store: Store, job_id: str) -> dict[str, Any]:
         "sizes_svg": sizes_svg,
         "ops_svg": ops_svg,
         "heatmap_svg": heat,
+        "ost_map_svg": job_ost_map_svg(store, job_id) if heat else None,
         "covering": html_report._darshan_figures(logs),
         "culprits": culprits(store, job_id),
         "components": comps,
@@ -138,6 +139,15 @@ def job_page(store: Store, job_id: str) -> dict[str, Any]:
         },
         "episodes": episodes_during(store, [c for ids in comps.values() for c in ids], job),
     }
+
+
+def job_ost_map_svg(store: Store, job_id: str) -> str | None:
+    """The job's bytes per OST by position (OSS x index), beside its OST x time heatmap."""
+    from iolens.analyze.system import to_plain
+    from iolens.analyze.system.ost_positions import ost_positions
+    from iolens.present.web.sysview_page import ost_map_svg
+
+    return ost_map_svg(to_plain(ost_positions(store, job_id=job_id)))
 
 
 def ost_heatmap_svg(store: Store, job_id: str) -> str | None:

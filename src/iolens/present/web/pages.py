@@ -342,6 +342,21 @@ def router(web: Any) -> APIRouter:
         d = system("top", system_views.top_page)
         return web.page(request, "admin_top.html", title="Top users and apps", d=d)
 
+    @r.get("/admin/sysviews")
+    def admin_sysviews(request: Request) -> Response:
+        from iolens.present.web import sysview_page
+
+        d = system("sysviews", sysview_page.sysview_page)
+        q = web.query_times.summary()
+        return web.page(
+            request,
+            "admin_sysviews.html",
+            title="System views",
+            d=d,
+            q=q,
+            q_svg=sysview_page.query_time_svg(q),
+        )
+
     @r.get("/admin/factors")
     def admin_factors(request: Request, app: str | None = None) -> Response:
         with web.readers.reader() as store:

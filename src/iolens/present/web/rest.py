@@ -268,6 +268,33 @@ def router(web: Any) -> APIRouter:
             d = system_views.top_page(store, limit)
         return _json({"users": d["user"], "apps": d["app"]})
 
+    @r.get("/admin/sysview/query-times")
+    def admin_query_times() -> Response:
+        """This server's query times, from the plot cache and computed (Beacon Fig. 13)."""
+        return _json(web.query_times.summary())
+
+    @r.get("/admin/sysview/{name}")
+    def admin_sysview(
+        name: str, since: str | None = None, until: str | None = None, job: str | None = None
+    ) -> Response:
+        """`iolens sysview NAME --json`: durations, corehours, modes, mds-clients, osts."""
+        from iolens.present.web.sysview_page import VIEWS, view_data
+
+        if name not in VIEWS:
+            return _json({"detail": f"no system view {name!r}; one of {', '.join(VIEWS)}"}, 404)
+        try:
+            t0, t1 = parse_time(since), parse_time(until)
+        except ValueError as exc:
+            return _json({"detail": str(exc)}, 400)
+        with web.readers.reader() as store:
+            d = web.cache.get(
+                ("sysview", name, t0, t1, job),
+                stamps.store_stamp(store),
+                lambda: view_data(store, name, t0, t1, job),
+                60.0,
+            )
+        return _json(d)
+
     @r.get("/admin/components/{component_id}/series")
     def admin_component(
         component_id: str, since: str | None = None, until: str | None = None

@@ -65,7 +65,9 @@ def heatmap(
     cw = cell_w or max(4.0, min(36.0, 760.0 / n))
     ch = 16.0 if len(rows) < 40 else 9.0
     top, bottom = 6.0, 34.0 + (18 if legend else 0)
-    width = left + cw * n + 10
+    # wide enough for the legend too, so its last label is not cut off
+    legend_w = sum(20 + 7 * len(name) for name, _ in legend)
+    width = max(left + cw * n + 10, left + legend_w + 10)
     height = top + ch * len(rows) + bottom
     parts = []
     for i, name in enumerate(rows):
@@ -268,3 +270,56 @@ def parallel(
                 f'stroke-opacity="0.55"><title>{escape(name)}</title></polyline>'
             )
     return _svg(width, height, "".join(parts), label)
+
+
+def cdf(
+    series: Sequence[tuple[str, str, Sequence[float]]],
+    *,
+    xlabel: str = "seconds",
+    label: str = "CDF",
+    width: float = 640.0,
+) -> str:
+    """Empirical CDFs on a log x axis: `series` are (name, colour, sorted positive values)."""
+    left, top, bottom, right = 44.0, 10.0, 52.0, 12.0
+    ph, pw = 170.0, width - left - right
+    xs = [v for _, _, vs in series for v in vs if v > 0]
+    lo = math.floor(math.log10(min(xs))) if xs else -3
+    hi = max(lo + 1, math.ceil(math.log10(max(xs)))) if xs else 0
+
+    def px(v: float) -> float:
+        return left + pw * (math.log10(max(v, 10.0**lo)) - lo) / (hi - lo)
+
+    def py(q: float) -> float:
+        return top + ph * (1 - q)
+
+    parts = [
+        f'<line x1="{left}" y1="{py(0):.1f}" x2="{left + pw:.1f}" y2="{py(0):.1f}" stroke="#999"/>'
+    ]
+    for e in range(lo, hi + 1):
+        x = px(10.0**e)
+        tick = f"{10.0**e:g}"
+        parts.append(f'<text x="{x:.1f}" y="{py(0) + 13:.1f}" text-anchor="middle">{tick}</text>')
+    for q in (0.0, 0.5, 1.0):
+        parts.append(f'<text x="{left - 4}" y="{py(q) + 4:.1f}" text-anchor="end">{q:g}</text>')
+    parts.append(
+        f'<text x="{left + pw / 2:.1f}" y="{py(0) + 27:.1f}" text-anchor="middle">'
+        f"{escape(xlabel)} (log scale)</text>"
+    )
+    x_leg = left
+    for name, colour, vs in series:
+        pos = [v for v in vs if v > 0]
+        if pos:
+            pts = [f"{px(pos[0]):.1f},{py(0):.1f}"]
+            for i, v in enumerate(pos):
+                x = px(v)
+                pts.append(f"{x:.1f},{py(i / len(pos)):.1f} {x:.1f},{py((i + 1) / len(pos)):.1f}")
+            parts.append(
+                f'<polyline fill="none" stroke="{colour}" stroke-width="1.6" '
+                f'points="{" ".join(pts)}"><title>{escape(name)}</title></polyline>'
+            )
+        parts.append(
+            f'<rect x="{x_leg:.1f}" y="{py(0) + 36:.1f}" width="11" height="11" fill="{colour}"/>'
+            f'<text x="{x_leg + 14:.1f}" y="{py(0) + 45:.1f}">{escape(name)}</text>'
+        )
+        x_leg += 24 + 7 * len(name)
+    return _svg(width, top + ph + bottom, "".join(parts), label)
