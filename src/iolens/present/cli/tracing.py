@@ -134,7 +134,7 @@ def trace(
         err.print(f"[bold red]error:[/] cannot run {command[0]!r}: {why}", highlight=False)
         sys.exit(rc)
     try:  # whatever happens in iolens now, the exit status is the program's
-        _after_run(db, run_dir, spool_dir, job_id, rc, as_json)
+        _after_run(db, run_dir, spool_dir, job_id, rc, as_json, command[0])
     except BaseException as exc:  # a job must never be marked FAILED by iolens
         if isinstance(exc, KeyboardInterrupt):
             rc = rc or 130
@@ -149,7 +149,13 @@ def trace(
 
 
 def _after_run(
-    db: Path | None, run_dir: Path, spool_dir: Path, job_id: str, rc: int, as_json: bool
+    db: Path | None,
+    run_dir: Path,
+    spool_dir: Path,
+    job_id: str,
+    rc: int,
+    as_json: bool,
+    program: str = "",
 ) -> None:
     """Load the run's traces (or keep them in the spool), and say what was lost."""
     warnings = _unfinished(run_dir)
@@ -185,6 +191,8 @@ def _after_run(
             )
         else:
             shutil.rmtree(run_dir, ignore_errors=True)
+    if kept is None and not totals.get("processes", totals["files"]) and not running:
+        warnings.append(_untraced(program))
     summary = {
         "job_id": job_id,
         "exit_code": rc,
@@ -196,6 +204,8 @@ def _after_run(
     }
     if as_json:
         print(to_json(summary))
+    elif kept is None and not totals.get("processes", totals["files"]):
+        err.print(f"iolens: traced no process of {program or 'the command'}", highlight=False)
     elif kept is None:
         err.print(
             f"iolens: traced {totals.get('processes', totals['files'])} process(es), "
@@ -207,6 +217,19 @@ def _after_run(
 
 
 SUFFIX_PARTIAL = ".iolens.partial"
+
+
+def _untraced(program: str) -> str:
+    """Why no process left a trace: the executable's own reason when it has one."""
+    from iolens.tracefile.preloadable import executable, untraceable
+
+    path = executable(program) if program else None
+    why = untraceable(path) if path else None
+    return (
+        why
+        or "no process of the command loaded the tracer (a static or Go program, "
+        "raw syscalls, or a launcher that clears LD_PRELOAD)"
+    ) + "; nothing was stored"
 
 
 def _unfinished(run_dir: Path) -> list[str]:
