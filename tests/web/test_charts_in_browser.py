@@ -14,7 +14,6 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -239,8 +238,21 @@ def short_job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, s
     env["IOLENS_LIBRARY"] = str(tracer_library())
     db = d / "short.duckdb"
     subprocess.run(
-        [sys.executable, "-m", "iolens", "trace", "--db", str(db), "--job-id", "short-1"]
-        + ["--", "dd", f"if={d / 'src.dat'}", f"of={d / 'out.dat'}", "bs=64k"],
+        [
+            sys.executable,
+            "-m",
+            "iolens",
+            "trace",
+            "--db",
+            str(db),
+            "--job-id",
+            "short-1",
+            "--",
+            "dd",
+            f"if={d / 'src.dat'}",
+            f"of={d / 'out.dat'}",
+            "bs=64k",
+        ],  # fmt: skip
         env=env,
         check=True,
         capture_output=True,
