@@ -252,7 +252,7 @@ def short_job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, s
             f"if={d / 'src.dat'}",
             f"of={d / 'out.dat'}",
             "bs=64k",
-        ],  # fmt: skip
+        ],
         env=env,
         check=True,
         capture_output=True,
