@@ -42,7 +42,7 @@ def drained(web_db, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
     d = tmp_path_factory.mktemp("drained")
     path = web_db.copy(d / "drained.duckdb")
     with duckdb.connect(str(path)) as con:
-        last = con.sql(
+        last = con.execute(
             "SELECT max(ts) FROM server_samples WHERE kind IN ('forwarder', 'ost', 'mdt')"
         ).fetchone()[0]
         for k in range(1, IDLE_MINUTES * 6 + 1):  # an agent's 10-s rounds
@@ -59,7 +59,7 @@ def drained(web_db, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
                 """,
                 [k, last],
             )
-        newest = con.sql("SELECT max(ts) FROM server_samples").fetchone()[0]
+        newest = con.execute("SELECT max(ts) FROM server_samples").fetchone()[0]
     port = free_port()
     proc = start_server(path, port, d / "server.log", "--analyze-every", "0")
     try:
