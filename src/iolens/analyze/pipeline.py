@@ -23,6 +23,9 @@ from iolens.store.base import Store
 
 log = logging.getLogger(__name__)
 
+#: A progress callback: (stage, done, total) of the step under way.
+Step = Callable[[str, int, int], None]
+
 
 def analyze_jobs(
     store: Store,
@@ -31,6 +34,7 @@ def analyze_jobs(
     on_job: Callable[[str], None] | None = None,
     reports: list[JobReport] | None = None,
     span: Span | None = None,
+    on_step: Step | None = None,
 ) -> list[Finding]:
     """Re-derive the reports, phases, interference and findings of `job_ids` (all jobs by
     default), replacing older ones.
@@ -47,6 +51,10 @@ def analyze_jobs(
 
     `span` bounds the interference pass (default: the jobs' own run, widened to their
     neighbours): the live analysis of running jobs, which have no end, passes its window.
+
+    `on_step(stage, done, total)` follows the work as it happens (a progress bar): each
+    report built, the bulk diagnosis, each job's rules. `on_job` only fires per job at
+    the end, after the bulk steps that take most of the time.
     """
     everything = job_ids is None
     if job_ids is None:
@@ -59,7 +67,7 @@ def analyze_jobs(
     summaries: list[dict[str, object]] = []
     failed: list[tuple[str, str, str]] = []  # (job, analysis, error)
     now = datetime.now(UTC).replace(tzinfo=None)
-    reports = _diagnosed(store, job_ids, reports, everything, failed, span)
+    reports = _diagnosed(store, job_ids, reports, everything, failed, span, on_step)
     box: list[dict[str, object] | None] = []  # the IO500 box, read once when first needed
     costs = savings.SystemCosts(store)  # the system's cost per byte, read once per day
     for rep in reports:
@@ -84,6 +92,8 @@ def analyze_jobs(
         summaries.append({**summary, "findings": len(mine), "analyzed": now})
         if on_job:
             on_job(job_id)
+        if on_step:
+            on_step("checking rules", len(summaries), len(reports))
     done = [r.job_id for r in reports]
     stamps = queries.data_stamps(store, sorted({j for j, _a, _e in failed}))
     errors = [
@@ -155,6 +165,7 @@ def _diagnosed(
     everything: bool,
     failed: list[tuple[str, str, str]],
     span: Span | None = None,
+    on_step: Step | None = None,
 ) -> list[JobReport]:
     """Reports of `job_ids`, diagnosed (phases, history, interference). When a job breaks
     either step the set is halved until it is alone; it is left out and noted in
@@ -162,10 +173,22 @@ def _diagnosed(
     stage = "report"
     try:
         if reports is None:
-            reports = job_report.build_many(store, job_ids, with_series=True)
+            built = iter(range(1, len(job_ids) + 1))
+            reports = job_report.build_many(
+                store,
+                job_ids,
+                with_series=True,
+                on_job=(lambda _j: on_step("building reports", next(built), len(job_ids)))
+                if on_step
+                else None,
+            )
         stage = "diagnosis"
         if reports:
+            if on_step:
+                on_step("phases and interference", 0, 1)
             diagnose_jobs(store, reports, everything, span)
+            if on_step:
+                on_step("phases and interference", 1, 1)
         return reports
     except IolensError:
         raise  # the store, not a job
@@ -182,7 +205,7 @@ def _diagnosed(
     for part in (job_ids[:half], job_ids[half:]):
         mine = set(part)
         given = None if reports is None else [r for r in reports if r.job_id in mine]
-        out += _diagnosed(store, part, given, False, failed, span)
+        out += _diagnosed(store, part, given, False, failed, span, on_step)
     return out
 
 

@@ -8,6 +8,7 @@ the job give the bytes each layer actually moved, which is how amplification sho
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -215,8 +216,14 @@ def _split(table: pa.Table) -> tuple[dict[str, np.ndarray], dict[str, tuple[int,
     }
 
 
-def build_many(store: Store, job_ids: list[str], with_series: bool = False) -> list[JobReport]:
-    """Reports of many jobs from a handful of bulk queries (unknown ids are skipped).
+def build_many(
+    store: Store,
+    job_ids: list[str],
+    with_series: bool = False,
+    on_job: Callable[[str], None] | None = None,
+) -> list[JobReport]:
+    """Reports of many jobs from a handful of bulk queries (unknown ids are skipped);
+    `on_job` is called as each job's report is done (a progress bar's step).
 
     Per-job queries cost milliseconds each in fixed overhead, and a day of a 1,024-node
     cluster has ~1,000 jobs, so everything is fetched for all jobs at once and grouped by
@@ -269,6 +276,8 @@ def build_many(store: Store, job_ids: list[str], with_series: bool = False) -> l
             facts[job_id] = _attach(rep, {k: v.get(job_id, []) for k, v in extra.items()})
             reports.append(rep)
             tops.append((rep, top))
+            if on_job:
+                on_job(job_id)
     _topology_gaps(store, reports, facts)
     # Layouts of the busiest files only, all jobs at once.
     layouts = queries.file_layouts(store, sorted({t["file_id"] for _, top in tops for t in top}))

@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from iolens.analyze.jobids import job_scheme, nid_hosts, uid_users
 from iolens.analyze.system._common import window_sql
+from iolens.analyze.system.load import DEFAULT_RESOLUTION_S, level_of
 from iolens.store.base import Store
 
 MDS_KINDS = ("mdt",)
@@ -47,8 +48,9 @@ class MdsBin:
     unattributed_ops: int  # other_ops - untagged_ops: no jobstats entry at all
     other_share: float | None
     mean_rate: float  # ops/s over the seconds the samples cover
-    peak_rate: float  # highest per-sample rate, ops/s
+    peak_rate: float  # highest one-minute mean rate, ops/s (as `load.hourly_peaks`)
     peak_load: float | None  # peak_rate / capacity
+    level: str | None  # `load.level_of(peak_load)`: the level `iolens load` gives the hour
 
 
 @dataclass
@@ -147,11 +149,18 @@ def mds_load(
         ).to_pylist()
     finally:
         store.unregister(_TAGS)
-    # The rate at each sample time, summed over the MDTs (several serve together).
+    # The rate of each slot (a minute, as `load.hourly_peaks`: one definition of "peak
+    # load" for the MDS hour and its level), summed over the MDTs (several serve together).
+    res = min(DEFAULT_RESOLUTION_S, int(bin_s)) * 1_000_000
     per_ts = store.query(
         f"""
-        SELECT {bin_of} AS bin, sum(md_ops / interval_s) AS rate, max(interval_s) AS secs
-        {base} AND job_id IS NULL GROUP BY ts ORDER BY ts
+        WITH m AS (
+            SELECT component_id, (epoch_us(ts) - 1) // {res} AS slot,
+                   sum(md_ops) / sum(interval_s) AS rate, sum(interval_s) AS secs
+            {base} AND job_id IS NULL GROUP BY ALL)
+        SELECT make_timestamp(slot * {res} // {step} * {step}) AS bin, sum(rate) AS rate,
+               max(secs) AS secs
+        FROM m GROUP BY slot ORDER BY slot
         """,
         params,
     ).to_pylist()
@@ -180,6 +189,7 @@ def mds_load(
                 mean_rate=total / secs if secs else 0.0,
                 peak_rate=peak,
                 peak_load=peak / capacity if capacity else None,
+                level=level_of(peak / capacity) if capacity else None,
             )
         )
     weights = [0.0] * len(BRACKETS)

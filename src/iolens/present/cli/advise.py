@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from iolens.present.cli import render
 from iolens.present.cli.app import DbOption, JsonOption, ensure_analyzed, open_db, out
+
+if TYPE_CHECKING:
+    from iolens.store.base import Store
 
 TITLES = {"stripe": "Lustre striping", "io_mode": "I/O mode"}
 
@@ -30,6 +33,7 @@ def advise(
     if ext is not None and not ext.startswith("."):
         ext = "." + ext
     with open_db(db) as store:
+        _known(store, app, user)
         ensure_analyzed(store)
         rep = learn(store, app, user=user, ext=ext)
     if as_json:
@@ -48,6 +52,29 @@ def advise(
     if rep["lfs_setstripe"]:
         out.print("[bold]Striping[/] (before the files are created):")
         out.print(rep["lfs_setstripe"], highlight=False, markup=False)
+
+
+def _known(store: Store, app: str, user: str | None) -> None:
+    """An application with no runs (a typo, another site's name) is an error naming the
+    ones there are, not "no advice yet", which reads as "come back later"."""
+    from iolens.errors import NotFound
+
+    rows = store.query(
+        'SELECT app, count(*) FILTER (WHERE ? IS NULL OR "user" = ?) AS mine FROM jobs '
+        "WHERE app IS NOT NULL GROUP BY app ORDER BY count(*) DESC, app",
+        [user, user],
+    ).to_pylist()
+    runs = {r["app"]: r["mine"] for r in rows}
+    if runs.get(app):
+        return
+    if app in runs:
+        raise NotFound(f"user {user} has no runs of application {app!r} in {store.location}")
+    known = ", ".join(list(runs)[:10]) + (" ..." if len(runs) > 10 else "")
+    raise NotFound(
+        f"no application {app!r} in {store.location}"
+        + (f"; its applications: {known}" if known else "; it has no jobs")
+        + " (see `iolens jobs`)"
+    )
 
 
 def _table(kind: str, c: dict[str, Any]) -> Table:

@@ -62,6 +62,14 @@ def progress(enabled: bool = True) -> Iterator[Progress]:
 
         yield EventProgress(served.emit)  # type: ignore[misc]
         return
+    if enabled and not err.is_terminal:  # a log or a pipe: plain lines, now and then
+        import sys
+
+        from iolens.present.cli.plain_progress import PlainProgress
+
+        with PlainProgress(sys.stderr, err) as plain:
+            yield plain  # type: ignore[misc]
+        return
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -69,10 +77,26 @@ def progress(enabled: bool = True) -> Iterator[Progress]:
         TimeElapsedColumn(),
         console=err,
         transient=True,
-        disable=not enabled or not err.is_terminal,
+        disable=not enabled,
     )
     with bar:
         yield bar
+
+
+def job_steps(
+    bar: Progress, task: Any, what: str = "analysing jobs"
+) -> Callable[[str, int, int], None]:
+    """`analyze_jobs`'s `on_step` on a bar: the stage in its description, its count."""
+    shown: list[str] = []
+
+    def step(stage: str, done: int, total: int) -> None:
+        if shown[-1:] != [stage]:
+            shown.append(stage)
+            bar.update(task, description=f"{what}: {stage}", total=total, completed=done)
+        else:
+            bar.update(task, completed=done)
+
+    return step
 
 
 def open_db(db: Path | None, *, create: bool = False, op: str | None = None) -> Store:
@@ -108,4 +132,4 @@ def ensure_analyzed(store: Store) -> None:
 
         with progress() as bar:
             task = bar.add_task("analysing new jobs", total=len(todo))
-            analyze_jobs(store, todo, on_job=lambda _j: bar.advance(task))
+            analyze_jobs(store, todo, on_step=job_steps(bar, task, "analysing new jobs"))

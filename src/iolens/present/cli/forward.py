@@ -254,7 +254,8 @@ def _refused(base: str, res: Any) -> IolensError:
 
 
 class _Bars:
-    """The server's progress events on a rich bar (stderr; off when it is not a terminal)."""
+    """The server's progress events on a rich bar on stderr; when stderr is not a terminal,
+    as plain lines now and then (`plain_progress`), as a command run here would."""
 
     def __enter__(self) -> _Bars:
         from rich.progress import (
@@ -268,6 +269,15 @@ class _Bars:
         from iolens.present.cli.render import stderr_console
 
         console = stderr_console()
+        self.tasks: dict[int, Any] = {}
+        if not console.is_terminal:
+            import sys
+
+            from iolens.present.cli.plain_progress import PlainProgress
+
+            self.bar = PlainProgress(sys.stderr, console)  # type: ignore[assignment]
+            self.bar.__enter__()
+            return self
         self.bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -275,10 +285,8 @@ class _Bars:
             TimeElapsedColumn(),
             console=console,
             transient=True,
-            disable=not console.is_terminal,
             redirect_stdout=False,  # the command's output stays on stdout (pipes, --json)
         )
-        self.tasks: dict[int, Any] = {}
         self.bar.__enter__()
         return self
 

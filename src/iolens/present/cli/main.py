@@ -51,6 +51,7 @@ from iolens.present.cli.app import (
     app,
     ensure_analyzed,
     err,
+    job_steps,
     open_db,
     out,
     progress,
@@ -228,7 +229,7 @@ def analyze(
                 queries.job(store, j)  # unknown ids fail early, by name
             with progress() as bar:
                 task = bar.add_task("analysing jobs", total=len(ids) if ids else None)
-                found = analyze_jobs(store, ids, on_job=lambda _j: bar.advance(task))
+                found = analyze_jobs(store, ids, on_step=job_steps(bar, task))
             analysed = len(ids) if ids else len(queries.jobs(store))
             if not ids:
                 episodes = analyze_components(store)

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from iolens.present.cli import render
-from iolens.present.cli.app import DbOption, JsonOption, open_db, out, progress
+from iolens.present.cli.app import DbOption, JsonOption, job_steps, open_db, out, progress
 
 
 def run_simulation(
@@ -40,7 +40,7 @@ def run_simulation(
         bar.update(task, completed=batches)
         job_ids = [r.spec.job_id for r in sim.result.jobs]
         task2 = bar.add_task("analysing jobs", total=len(job_ids))
-        analyze_jobs(store, job_ids, on_job=lambda _j: bar.advance(task2))
+        analyze_jobs(store, job_ids, on_step=job_steps(bar, task2))
     return store, sim.truth
 
 

@@ -151,7 +151,7 @@ def _print_load(summary: dict[str, Any], top: int) -> None:
                 f"{b['job_ops']:,}",
                 f"{b['other_ops']:,}",
                 _pct(b["other_share"]),
-                _pct(b["peak_load"]),
+                _pct(b["peak_load"]) + (f" {b['level']}" if b.get("level") else ""),
             )
         out.print(t)
 

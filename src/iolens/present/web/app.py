@@ -16,9 +16,11 @@ from typing import Any
 
 import numpy as np
 from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from iolens.errors import StoreError
 from iolens.ingest.http import IngestService
@@ -79,6 +81,15 @@ def environment() -> Environment:
     env.filters["snippets"] = snippets
     env.filters.update(filters.FILTERS)
     return env
+
+
+#: Address prefixes of programs (REST, ingest, query API, scrapers, assets): their errors
+#: stay JSON; everything else is a page a person opened.
+MACHINE_PREFIXES = ("/api/", "/metrics", "/healthz", "/openapi.json", "/static/")
+
+
+def machine_path(path: str) -> bool:
+    return path.startswith(MACHINE_PREFIXES)
 
 
 def static_router() -> APIRouter:
@@ -273,6 +284,19 @@ def create_app(
         for k, v in (exc.headers or {}).items():
             resp.headers[k] = v
         return resp
+
+    @app.exception_handler(StarletteHTTPException)
+    async def no_such_page(request: Request, exc: StarletteHTTPException) -> Response:
+        """An unknown address is a page for a browser, and stays JSON for programs."""
+        if exc.status_code != 404 or machine_path(request.url.path):
+            return await http_exception_handler(request, exc)
+        return web.page(
+            request,
+            "error.html",
+            status=404,
+            title="Not found",
+            error=f"There is no page at {request.url.path}.",
+        )
 
     @app.exception_handler(scope.JobHidden)
     async def job_hidden(request: Request, exc: scope.JobHidden) -> Response:

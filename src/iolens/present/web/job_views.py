@@ -164,15 +164,19 @@ def ost_heatmap_svg(store: Store, job_id: str) -> str | None:
     rates = h.rates()
     top = max((v for row in rates for v in row), default=0.0) or 1.0
     cols = [b.strftime("%H:%M" if h.bin_s >= 60 else "%H:%M:%S") for b in h.bins]
+    shade, legend = svg.steps(top / MiB, lambda v: f"{v:,.3g} MiB/s")
     return svg.heatmap(
         h.osts,
         cols,
-        lambda i, j: svg.ramp(rates[i][j] / top) if rates[i][j] > 0 else "#f5f5f5",
+        lambda i, j: shade(rates[i][j] / MiB) if rates[i][j] > 0 else IDLE,
         lambda i, j: f"{h.osts[i]} {cols[j]}: {rates[i][j] / MiB:,.1f} MiB/s",
         row_href=lambda i: f"/jobs/{job_id}/components/{h.osts[i]}",
         label="bytes per OST over time",
-        legend=[("0", "#f5f5f5"), (f"{top / MiB:,.0f} MiB/s", svg.ramp(1.0))],
+        legend=[("0", IDLE), *legend],
     )
+
+
+IDLE = "#f5f5f5"  # a heatmap cell with no bytes
 
 
 def history(store: Store, job: dict[str, Any], user: str | None) -> dict[str, Any]:

@@ -7,7 +7,7 @@ JSON for uPlot (time series, zoomable: `charts.py`) or as SVG drawn on the serve
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
@@ -267,14 +267,32 @@ def router(web: Any) -> APIRouter:
             when = parse_time(at)
         except ValueError as exc:
             return web.page(request, "error.html", status=400, title="Bad time", error=str(exc))
+        newest = None  # the newest minutes, when they are all idle and `now` is older
         with web.readers.reader() as store:
             stamp = stamps.store_stamp(store)
-            now = web.cache.get(
-                ("now", when), stamp, lambda: system_views.system_now(store, when), 10.0
-            )
+
+            def now_at(t: datetime | None) -> dict[str, Any]:
+                return web.cache.get(
+                    ("now", t), stamp, lambda: system_views.system_now(store, t), 10.0
+                )
+
+            now = now_at(when)
+            if when is None and now["at"] is not None and system_views.all_idle(now):
+                active = web.cache.get(
+                    ("active",), stamp, lambda: system_views.latest_activity(store)
+                )
+                if active is not None and active < now["at"]:
+                    newest, now = now["at"], now_at(active)
             busiest = web.cache.get(("busiest",), stamp, lambda: system_views.busiest_minute(store))
         return web.page(
-            request, "admin_now.html", title="System now", now=now, at=at, busiest=busiest
+            request,
+            "admin_now.html",
+            title="System now",
+            now=now,
+            at=at,
+            busiest=busiest,
+            newest=newest,
+            idle=system_views.all_idle(now),
         )
 
     @r.get("/admin/load")

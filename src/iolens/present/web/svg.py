@@ -15,6 +15,43 @@ from html import escape
 LEVEL_COLOURS = {"idle": "#e4e9ee", "low": "#a6d96a", "mid": "#fdae61", "high": "#d7191c"}
 READ, WRITE, META, OTHER = "#1f77b4", "#d62728", "#7f7f7f", "#9467bd"
 FONT = 'font-family="system-ui, sans-serif" font-size="11"'
+#: Upper bound of one character's advance at FONT's size: the room a label is given, so no
+#: label runs past the drawing's edge (the browser test measures the real extents).
+CHAR_W = 7.0
+
+
+def text_w(s: str) -> float:
+    """The most a label can be wide, in px."""
+    return CHAR_W * len(s)
+
+
+def _legend(items: Sequence[tuple[str, str]], x: float, y: float) -> tuple[str, float]:
+    """Swatches and names in a row from (x, y) (the swatch's top), and the row's right end.
+    In a `g.legend`, so a reader (and the browser test) can tell keys from marks."""
+    parts = []
+    for name, c in items:
+        parts.append(
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="11" height="11" fill="{c}"/>'
+            f'<text x="{x + 14:.1f}" y="{y + 9:.1f}">{escape(name)}</text>'
+        )
+        x += 14 + text_w(name) + 10
+    return f'<g class="legend">{"".join(parts)}</g>', x
+
+
+def steps(
+    top: float, fmt: Callable[[float], str], n: int = 5
+) -> tuple[Callable[[float], str], list[tuple[str, str]]]:
+    """A continuous 0..top scale cut into `n` shades of `ramp`, and the legend of every
+    shade: a cell's colour is always one the legend names (a smooth ramp would draw
+    colours no key explains)."""
+    top = top or 1.0
+
+    def shade(v: float) -> str:
+        k = min(n - 1, max(0, math.ceil(n * v / top) - 1))
+        return ramp((k + 1) / n)
+
+    legend = [(f"≤ {fmt(top * (k + 1) / n)}", ramp((k + 1) / n)) for k in range(n)]
+    return shade, legend
 
 
 def _a(href: str | None, inner: str) -> str:
@@ -60,14 +97,17 @@ def heatmap(
     cell_w: float | None = None,
 ) -> str:
     """A row x column grid of coloured cells; `colour` None leaves a cell blank."""
-    left = 8 + 6.5 * max((len(r) for r in rows), default=4)
+    left = 8 + max((text_w(r) for r in rows), default=28.0)
     n = max(1, len(cols))
     cw = cell_w or max(4.0, min(36.0, 760.0 / n))
     ch = 16.0 if len(rows) < 40 else 9.0
     top, bottom = 6.0, 34.0 + (18 if legend else 0)
-    # wide enough for the legend too, so its last label is not cut off
-    legend_w = sum(20 + 7 * len(name) for name, _ in legend)
-    width = max(left + cw * n + 10, left + legend_w + 10)
+    every = col_every or max(1, math.ceil(n / 12))
+    shown = [cols[j] for j in range(0, len(cols), every)]
+    # the last column label is centred on its column: room for its right half
+    overhang = max((text_w(c) / 2 - cw / 2 for c in shown[-1:]), default=0.0)
+    legend_svg, legend_end = _legend(legend, 8.0, top + ch * len(rows) + 22)
+    width = max(left + cw * n + max(10.0, overhang + 4), legend_end if legend else 0.0)
     height = top + ch * len(rows) + bottom
     parts = []
     for i, name in enumerate(rows):
@@ -86,20 +126,14 @@ def heatmap(
                 f'height="{ch - 0.6:.1f}" fill="{c}"><title>{escape(title(i, j))}</title></rect>'
             )
             parts.append(_a(cell_href(i, j) if cell_href else None, rect))
-    every = col_every or max(1, math.ceil(n / 12))
     base = top + ch * len(rows)
     for j in range(0, len(cols), every):
         x = left + j * cw + cw / 2
         parts.append(
             f'<text x="{x:.1f}" y="{base + 13:.1f}" text-anchor="middle">{escape(cols[j])}</text>'
         )
-    x = left
-    for name, c in legend:
-        parts.append(
-            f'<rect x="{x:.1f}" y="{base + 22:.1f}" width="11" height="11" fill="{c}"/>'
-            f'<text x="{x + 14:.1f}" y="{base + 31:.1f}">{escape(name)}</text>'
-        )
-        x += 20 + 7 * len(name)
+    if legend:
+        parts.append(legend_svg)
     return _svg(width, height, "".join(parts), label)
 
 
@@ -115,12 +149,21 @@ def bars(
 ) -> str:
     """Grouped bars: `series` are (name, colour, values per label)."""
     n, k = max(1, len(labels)), max(1, len(series))
-    left, top, bottom = 62.0, 18.0, 58.0
-    ph = 170.0
-    slot = (width - left - 10) / n
-    bw = max(2.0, slot * 0.8 / k)
     series = [(n, c, [float(v or 0.0) for v in vs]) for n, c, vs in series]
     peak = max((v for _, _, vs in series for v in vs), default=0.0) or 1.0
+    # Labels are rotated 35 degrees, their end at the bar: they reach down by sin(35) and
+    # left by cos(35) of their length. The margins make room for the longest, and for
+    # the peak's tick label (its digits, not a fixed 62 px).
+    longest = max((text_w(str(s)) for s in labels), default=0.0)
+    top, ph = 18.0, 170.0
+    bottom = 16.0 + 0.574 * longest + 26.0
+    left = max(62.0, 10.0 + text_w(fmt(peak)))
+    legend_svg, legend_end = _legend([(s, c) for s, c, _ in series], left, top + ph + bottom - 14)
+    width = max(width, legend_end)
+    slot = (width - left - 10) / n
+    left = max(left, 0.819 * text_w(str(labels[0])) - slot / 2 + 4) if labels else left
+    slot = (width - left - 10) / n
+    bw = max(2.0, slot * 0.8 / k)
 
     def h(v: float) -> float:
         if v <= 0:
@@ -150,15 +193,8 @@ def bars(
             f'<text x="{cx:.1f}" y="{top + ph + 12}" text-anchor="end" '
             f'transform="rotate(-35 {cx:.1f} {top + ph + 12})">{escape(name)}</text>'
         )
-    lx = left
-    for sname, colour, _ in series:
-        parts.append(
-            f'<rect x="{lx:.1f}" y="{top + ph + bottom - 12}" width="10" height="10" '
-            f'fill="{colour}"/><text x="{lx + 13:.1f}" y="{top + ph + bottom - 3}">'
-            f"{escape(sname)}</text>"
-        )
-        lx += 24 + 7 * len(sname)
-    return _svg(width, top + ph + bottom, "".join(parts), label)
+    parts.append(legend_svg)
+    return _svg(max(width, text_w(ylabel) + 8), top + ph + bottom, "".join(parts), label)
 
 
 def graph(
@@ -166,15 +202,19 @@ def graph(
     edges: Sequence[tuple[str, str, float, str]],
     *,
     label: str = "graph",
+    legend: Sequence[tuple[str, str]] = (),
 ) -> str:
     """Nodes on a circle, arrows culprit -> victim with width by weight.
 
-    `nodes`: (id, text, href, colour); `edges`: (from id, to id, weight, tooltip).
+    `nodes`: (id, text, href, colour); `edges`: (from id, to id, weight, tooltip);
+    `legend`: what each node colour means.
     """
     n = max(1, len(nodes))
-    size = 520.0 if n < 30 else 720.0
+    # room outside the circle for the widest label, centred over its node
+    margin = max(60.0, max((text_w(t) / 2 + 8 for _, t, _, _ in nodes), default=0.0))
+    size = max(520.0 if n < 30 else 720.0, 2 * margin + 300)
     cx = cy = size / 2
-    r = size / 2 - 60
+    r = size / 2 - margin
     pos = {
         node[0]: (cx + r * math.cos(2 * math.pi * i / n), cy + r * math.sin(2 * math.pi * i / n))
         for i, node in enumerate(nodes)
@@ -203,12 +243,19 @@ def graph(
             f'<text x="{x:.1f}" y="{y - 13:.1f}" text-anchor="middle">{escape(text)}</text>'
         )
         parts.append(_a(href, inner))
+    if legend:
+        key, end = _legend(legend, 8.0, size + 4)
+        parts.append(key)
+        return _svg(max(size, end), size + 20, "".join(parts), label)
     return _svg(size, size, "".join(parts), label)
+
+
+EARLIER, THIS_RUN = "#6b8fb5", "#d62728"
 
 
 def strip(values: Sequence[float], mark: float | None, *, fmt: Callable[[float], str]) -> str:
     """One metric over earlier runs: a dot per run on a line, this run's value in red."""
-    width, height, pad = 260.0, 26.0, 8.0
+    width, height, pad = 260.0, 44.0, 8.0
     pool = [v for v in values if v is not None and math.isfinite(v)]
     if mark is not None:
         pool.append(mark)
@@ -223,14 +270,16 @@ def strip(values: Sequence[float], mark: float | None, *, fmt: Callable[[float],
     parts = [f'<line x1="{pad}" y1="13" x2="{width - pad}" y2="13" stroke="#ccc"/>']
     for v in values:
         parts.append(
-            f'<circle cx="{x(v):.1f}" cy="13" r="3.5" fill="#6b8fb5" fill-opacity="0.6">'
+            f'<circle cx="{x(v):.1f}" cy="13" r="3.5" fill="{EARLIER}" fill-opacity="0.6">'
             f"<title>{escape(fmt(v))}</title></circle>"
         )
     if mark is not None:
         parts.append(
-            f'<rect x="{x(mark) - 2:.1f}" y="3" width="4" height="20" fill="#d62728">'
+            f'<rect x="{x(mark) - 2:.1f}" y="3" width="4" height="20" fill="{THIS_RUN}">'
             f"<title>this run: {escape(fmt(mark))}</title></rect>"
         )
+    key = [("earlier runs", EARLIER)] + ([("this run", THIS_RUN)] if mark is not None else [])
+    parts.append(_legend(key, pad, 29)[0])
     return _svg(width, height, "".join(parts), "this run against earlier runs")
 
 
@@ -239,9 +288,16 @@ def parallel(
     lines: Sequence[tuple[str, Sequence[float | None], str]],
     *,
     label: str = "parallel coordinates",
+    legend: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """Parallel coordinates: each line (name, values per axis, colour), axes min-max scaled."""
-    width, height, top, bottom = 800.0, 300.0, 20.0, 40.0
+    """Parallel coordinates: each line (name, values per axis, colour), axes min-max scaled;
+    `legend` says what the line colours stand for."""
+    width, height, top, bottom = (
+        800.0,
+        300.0 + (18 if legend else 0),
+        20.0,
+        40.0 + (18 if legend else 0),
+    )
     n = max(2, len(axes))
     step = (width - 60) / (n - 1)
     ranges = []
@@ -269,6 +325,10 @@ def parallel(
                 f'<polyline points="{" ".join(pts)}" fill="none" stroke="{colour}" '
                 f'stroke-opacity="0.55"><title>{escape(name)}</title></polyline>'
             )
+    if legend:
+        key, end = _legend(legend, 8.0, height - 16)
+        parts.append(key)
+        width = max(width, end)
     return _svg(width, height, "".join(parts), label)
 
 

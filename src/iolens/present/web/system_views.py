@@ -99,6 +99,41 @@ def system_now(store: Store, at: datetime | None = None, minutes: int = 5) -> di
     }
 
 
+def all_idle(now: dict[str, Any]) -> bool:
+    """Every tile of a `system_now` is idle (or there are none)."""
+    return all(c["level"] == "idle" for comps in now["kinds"].values() for c in comps)
+
+
+def latest_activity(store: Store) -> datetime | None:
+    """The end of the newest minute in which some forwarder, OST or MDT was above idle:
+    the admins' landing page when the newest minutes are all idle (a drained machine, a
+    replay that ended). Above idle is `level_of`'s line against the benchmarked peak; a
+    component without one is above idle whenever it moved anything, as `system_now` then
+    measures it against the busiest of its kind."""
+    from iolens.analyze.system.load import LEVELS
+
+    idle_below = dict(LEVELS)["low"]
+    rows = store.query(
+        """
+        WITH m AS (
+            SELECT kind, component_id, (epoch_us(ts) - 1) // 60000000 AS minute,
+                   sum(coalesce(read_bytes, 0) + coalesce(write_bytes, 0)) / sum(interval_s) AS bps,
+                   sum(coalesce(md_ops, 0)) / sum(interval_s) AS ops
+            FROM server_samples
+            WHERE job_id IS NULL AND kind IN ('forwarder', 'ost', 'mdt') AND interval_s > 0
+            GROUP BY ALL)
+        SELECT make_timestamp((max(minute) + 1) * 60000000) AS t
+        FROM m LEFT JOIN components c USING (component_id)
+        WHERE CASE WHEN m.kind = 'mdt'
+                   THEN (CASE WHEN c.peak_ops > 0 THEN ops / c.peak_ops >= ? ELSE ops > 0 END)
+                   ELSE (CASE WHEN c.peak_bw > 0 THEN bps / c.peak_bw >= ? ELSE bps > 0 END)
+              END
+        """,
+        [idle_below, idle_below],
+    ).to_pylist()
+    return rows[0]["t"] if rows else None
+
+
 def busiest_minute(store: Store) -> datetime | None:
     """The end of the minute the forwarders moved the most bytes: a moment worth a look."""
     rows = store.query(
@@ -192,7 +227,20 @@ def interference_page(store: Store) -> dict[str, Any]:
     edges = [(a, b, d, f"{a} slowed {b} by {d:.0f} s") for (a, b), d in pair.items()]
     return {
         "rows": rows,
-        "graph_svg": svg.graph(nodes, edges, label="interference graph") if nodes else None,
+        "graph_svg": (
+            svg.graph(
+                nodes,
+                edges,
+                label="interference graph",
+                legend=[
+                    (role, c)
+                    for role, c in colours.items()
+                    if any(r == role for r, _ in ids.values())
+                ],
+            )
+            if nodes
+            else None
+        ),
     }
 
 
@@ -394,10 +442,13 @@ def factors_page(store: Store, app: str | None = None) -> dict[str, Any]:
         )
     if par_svg is None and mine:
         palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
+        users = sorted({str(r["user"]) for r in mine})  # coloured by user, as plots' version
+        hue = {u: palette[i % len(palette)] for i, u in enumerate(users)}
         par_svg = svg.parallel(
             cols,
-            [(r["job_id"], [r[c] for c in cols], palette[i % 6]) for i, r in enumerate(mine)],
+            [(r["job_id"], [r[c] for c in cols], hue[str(r["user"])]) for r in mine],
             label=f"parallel coordinates of {chosen}",
+            legend=[(u, hue[u]) for u in users],
         )
     return {
         "rows": len(rows),

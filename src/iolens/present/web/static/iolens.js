@@ -14,6 +14,34 @@
     return v.toFixed(2);
   }
 
+  // Tick labels that tell the ticks apart: one SI prefix for the axis (its largest tick)
+  // and as many decimals as the step between ticks needs ("0.001, 0.002", not "0.00").
+  function ticks(u, vals) {
+    var big = 0, step = 0;
+    vals.forEach(function (v, i) {
+      if (v == null) return;
+      big = Math.max(big, Math.abs(v));
+      var d = i ? Math.abs(v - vals[i - 1]) : 0;
+      if (d > 0 && (!step || d < step)) step = d;
+    });
+    var div = big >= 1e9 ? 1e9 : big >= 1e6 ? 1e6 : big >= 1e3 ? 1e3 : 1;
+    var unit = { 1e9: "G", 1e6: "M", 1e3: "k", 1: "" }[div];
+    var dec = step ? Math.min(9, Math.max(0, Math.ceil(-Math.log10(step / div) - 1e-9))) : 0;
+    return vals.map(function (v) { return v == null ? "" : (v / div).toFixed(dec) + unit; });
+  }
+
+  // A time axis spans at least a minute around its data. uPlot widens a span of zero (one
+  // sample: a 1-second job) by 86400 "ms", which with epoch seconds is 1000 days.
+  var MIN_SPAN = 60;
+  function timeRange(u, min, max) {
+    var x = u.data[0] || [];
+    if (!x.length) return [min, max];
+    var lo = x[0], hi = x[x.length - 1];
+    if (hi - lo >= MIN_SPAN) return [min, max];
+    var mid = (lo + hi) / 2;
+    return [mid - MIN_SPAN / 2, mid + MIN_SPAN / 2];
+  }
+
   // I/O phases (or an anomaly episode) as shaded bands behind the lines.
   function bandsPlugin(bands) {
     return {
@@ -37,8 +65,9 @@
     var holder = document.getElementById(el.dataset.chart);
     if (!holder || typeof uPlot === "undefined") return;
     var spec = JSON.parse(holder.textContent);
-    var scales = { x: { time: spec.time !== false } };
-    var axes = [{}, { label: spec.yLabel || "", values: function (u, vals) { return vals.map(si); }, size: 60 }];
+    var time = spec.time !== false;
+    var scales = { x: time ? { time: true, range: timeRange } : { time: false } };
+    var axes = [{}, { label: spec.yLabel || "", values: ticks, size: 60 }];
     var extra = {};
     spec.series.forEach(function (s) {
       if (s.scale && !extra[s.scale]) {
@@ -46,7 +75,7 @@
         scales[s.scale] = { auto: true };
         axes.push({ scale: s.scale, side: 1, grid: { show: false }, size: 60,
                     label: s.scale === "us" ? "µs" : "ops/s",
-                    values: function (u, vals) { return vals.map(si); } });
+                    values: ticks });
       }
     });
     var opts = {
