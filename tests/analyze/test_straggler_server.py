@@ -71,7 +71,7 @@ def test_the_planted_ost_is_found_in_every_job_it_cost_time(planted):
         ratios.append(top["lost_s"] / lost[r.job_id])
     assert ratios
     # The loss estimate against the engine's, as measured (docs/accuracy.md): per job
-    # 0.18x-7.2x, median 4.0x at 3x, 1.6x at 10x, 0.9x at 30x. The order of magnitude holds.
+    # 0.18x-7.2x, median 4.0x at 3x, 1.6x at 10x, 0.9x at 30x: the order of magnitude holds.
     assert all(0.1 <= x <= 10.0 for x in ratios), ratios
     assert 0.3 <= statistics.median(ratios) <= 5.0, ratios
 
