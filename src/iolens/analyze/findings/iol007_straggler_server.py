@@ -54,11 +54,12 @@ class StragglerServer(JobRule):
 
     def saving(self, finding: Finding, report: JobReport, ctx: Context) -> Saving | None:
         """The seconds lost to the stragglers: what a healthy server would give back
-        (low: the slowest one alone; high: all of them)."""
+        (low: the slowest one alone; high: all of them), at most the job's I/O time."""
         slow = finding.evidence["stragglers"]
-        total = sum(s["lost_s"] for s in slow)
+        cap = report.io_time_s or float("inf")
+        total = min(sum(s["lost_s"] for s in slow), cap)
         return Saving(
-            total, slow[0]["lost_s"], total,
+            total, min(slow[0]["lost_s"], total), total,
             "the straggler servers serving the job at their peers' time per MiB",
             {"servers": len(slow), "slowdown": slow[0]["slowdown"]},
         )  # fmt: skip
