@@ -54,9 +54,11 @@ class StragglerServer(JobRule):
 
     def saving(self, finding: Finding, report: JobReport, ctx: Context) -> Saving | None:
         """The seconds lost to the stragglers: what a healthy server would give back
-        (low: the slowest one alone; high: all of them), at most the job's I/O time."""
+        (low: the slowest one alone; high: all of them). Wall-clock seconds of the job's
+        I/O at the servers, like IOL006's phase time: at most its run time, but not bound
+        by the slowest rank's time inside calls (a stalled request may not be in it)."""
         slow = finding.evidence["stragglers"]
-        cap = report.io_time_s or float("inf")
+        cap = report.runtime_s or float("inf")
         total = min(sum(s["lost_s"] for s in slow), cap)
         return Saving(
             total, min(slow[0]["lost_s"], total), total,
