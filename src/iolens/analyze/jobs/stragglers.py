@@ -9,7 +9,9 @@ them through the files' layouts, `source = 'trace'`). Per server: the job's requ
 per MiB (Beacon clusters phases on duration and volume; per MiB is the two in one).
 DBSCAN (scikit-learn) clusters the servers in log space, `EPS` apart at most (2x); the
 largest cluster (a majority) is the peers, and a server outside it that took longer per
-MiB is a straggler.
+MiB is a straggler, unless other jobs loaded it meanwhile (over 2x the peers' median of
+their bytes, and at least a quarter of this job's own there): that is interference,
+which `interference.py` assigns to culprits, not a slow server.
 
 What the job lost to a straggler is counted per collection interval (a slow server may
 be slow for part of the run only): the job kept requests outstanding on every server, so
@@ -39,6 +41,8 @@ MIN_SERVERS = 3
 #: DBSCAN neighbourhood in log10 units: servers within 2x of each other are peers.
 EPS = math.log10(2.0)
 MIB = 2**20
+#: Other jobs' bytes on a slow server, as a share of this job's, that make it contention.
+OTHERS_SHARE = 0.25
 
 
 def find(store: Store, reports: list[JobReport]) -> dict[str, list[dict[str, Any]]]:
@@ -67,9 +71,10 @@ def find(store: Store, reports: list[JobReport]) -> dict[str, list[dict[str, Any
     by: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by[(r["job_id"], r["kind"])].append(r)
+    load = _load(store, rows) if rows else {}
     out: dict[str, list[dict[str, Any]]] = {}
     for (job, kind), rs in by.items():
-        found = judge(kind, rs)
+        found = judge(kind, rs, load)
         cap = spans[job].runtime_s or 0.0
         for f in found:  # a straggler cannot cost more than the job's whole run
             if cap > 0 and f["lost_s"] > cap:
@@ -81,9 +86,34 @@ def find(store: Store, reports: list[JobReport]) -> dict[str, list[dict[str, Any
     return out
 
 
-def judge(kind: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _load(store: Store, rows: list[dict[str, Any]]) -> dict[tuple[str, int], float]:
+    """Bytes each server moved for every job (its per-job rows summed), per interval,
+    over the analysed jobs' span."""
+    lo = min(r["t"] - r["dt"] for r in rows)
+    hi = max(r["t"] for r in rows)
+    got = store.query(
+        "SELECT component_id AS comp, epoch(ts) AS t, interval_s AS dt, "
+        "coalesce(read_bytes, 0) + coalesce(write_bytes, 0) AS bytes FROM server_samples "
+        "WHERE kind IN (SELECT unnest(?)) AND job_id IS NOT NULL "
+        "AND epoch(ts) BETWEEN ? AND ?",
+        [list(KINDS), lo, hi],
+    ).to_pylist()
+    load: dict[tuple[str, int], float] = defaultdict(float)
+    for r in got:
+        load[(r["comp"], _bin(r))] += r["bytes"]
+    return load
+
+
+def judge(
+    kind: str, rows: list[dict[str, Any]], load: dict[tuple[str, int], float] | None = None
+) -> list[dict[str, Any]]:
     """Stragglers among one kind of server from the job's rows (t, dt, comp, bytes, ops,
-    service_us), with the seconds lost to each."""
+    service_us), with the seconds lost to each.
+
+    `load` (bytes per server and interval, every job's) tells a slow server from a busy
+    one: a server other jobs loaded (`_busier`) while it served this one was slow because
+    of them (interference, `interference.py`), not a straggler (Beacon: slow "without
+    answering to other applications")."""
     from sklearn.cluster import DBSCAN
 
     comps = sorted({r["comp"] for r in rows})
@@ -112,6 +142,8 @@ def judge(kind: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for c, lb, pm in zip(comps, labels, per_mib, strict=True)
         if lb != peers_label and pm > peer_us
     ]
+    if load is not None:
+        slow = [c for c in slow if not _busier(c, peers, rows, load)]
     if not slow:
         return []
     lost = _losses(rows, slow, set(peers))
@@ -131,6 +163,25 @@ def judge(kind: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for c in slow
         if lost[c][0] > 0
     ]
+
+
+def _busier(
+    c: str, peers: list[str], rows: list[dict[str, Any]], load: dict[tuple[str, int], float]
+) -> bool:
+    """Did other jobs load `c` (while it served this one) more than 2x its peers' median
+    and with at least a quarter of this job's own bytes there?"""
+    bins = {_bin(r) for r in rows if r["comp"] == c}
+    own = {x: 0.0 for x in [c, *peers]}
+    for r in rows:
+        if r["comp"] in own and _bin(r) in bins:
+            own[r["comp"]] += r["bytes"]
+
+    def others(x: str) -> float:
+        return max(0.0, sum(load.get((x, b), 0.0) for b in bins) - own[x])
+
+    ref = float(np.median([others(p) for p in peers]))
+    mine = others(c)
+    return mine > ref * 10**EPS and mine >= OTHERS_SHARE * own[c]
 
 
 def _bin(r: dict[str, Any]) -> int:
