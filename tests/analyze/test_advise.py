@@ -24,21 +24,22 @@ OSTS = [f"lustre-OST{i:04x}" for i in range(16)]
 A = "romio_no_indep_rw=true;cb_nodes=4"
 B = "romio_cb_write=enable;cb_nodes=16;romio_ds_write=disable"
 D = "cb_nodes=64"
-# (user, hints, stripe count, stripe size, io mode, bandwidth): B with 8 x 4 MiB stripes is
-# best (one noisy slow run); D was tried once and looked great, which is not enough.
+# (user, hints, stripe count, stripe size, io mode, bandwidth), oldest first: B with 8 x 4
+# MiB stripes is best (one noisy slow run); D was tried once and looked great, which is not
+# enough; alice's newest runs (her current setting) use 4 x 1 MiB stripes, bob's B.
 HISTORY = (
-    [("alice", A, 1, 1 << 20, "N-1", bw) for bw in (1.0, 1.2, 1.1, 0.9)]
+    [("alice", D, 16, 16 << 20, "N-1", 10.0)]
+    + [("alice", A, 1, 1 << 20, "N-1", bw) for bw in (1.0, 1.2, 1.1, 0.9)]
     + [("alice", B, 8, 4 << 20, "N-1", bw) for bw in (3.1, 3.3, 0.8, 3.0, 3.4)]
     + [("alice", "no", 4, 1 << 20, "N-N", bw) for bw in (2.0, 2.1, 1.9)]
-    + [("alice", D, 16, 16 << 20, "N-1", 10.0)]
     + [("bob", B, 8, 4 << 20, "N-1", bw) for bw in (3.0, 3.2, 2.9)]
 )
 
 
-def build(path: Path, mounts: list[list[str]] | None = None) -> DuckDBStore:
+def build(path: Path, mounts: list[list[str]] | None = None, history=HISTORY) -> DuckDBStore:
     store = DuckDBStore(path)
     jobs, sums, files, logs, recs = [], [], [], [], []
-    for i, (user, hints, count, size, mode, bw) in enumerate(HISTORY):
+    for i, (user, hints, count, size, mode, bw) in enumerate(history):
         job = f"{1000 + i}"
         start = T0 + timedelta(hours=i)
         jobs.append(
@@ -113,8 +114,17 @@ def test_picks_the_known_best_setting_with_its_evidence(db):
     assert rep["advice"] and rep["trials"] == 13
     stripe = rep["settings"]["stripe"]
     assert stripe["best"] == "-c 8 -S 4M" and stripe["runs"] == 5
+    assert stripe["current"] == "-c 4 -S 1M" and stripe["current_median_bw"] == 2.0 * GB
     assert stripe["median_bw"] == pytest.approx(3.1 * GB)
-    assert stripe["gain"] == pytest.approx(2.0)
+    assert stripe["gain"] == pytest.approx(3.1 / 2.0, abs=0.01)  # over the current setting
+    # 4 of B's 5 runs beat all 3 current ones: U = 12 of 15; exact one-sided p = P(U >= 12)
+    # over the C(8, 3) = 56 rankings: U = 15, 14, 13, 12 in 1, 1, 2, 3 of them
+    assert stripe["evidence"]["p_value"] == pytest.approx(7 / 56, abs=1e-3)
+    assert stripe["confidence"] == "low"  # p > 0.05: said, not hidden
+    lo, hi = stripe["evidence"]["gain_interval"]
+    assert lo <= stripe["gain"] <= hi
+    # D's single 10 GB/s run is not advised, only offered for a retry
+    assert stripe["retry"] == [{"setting": "-c 16 -S 16M", "runs": 1, "median_bw": 10.0 * GB}]
     by = {s["setting"]: s for s in stripe["settings"]}
     assert by["-c 4 -S 1M"]["runs"] == 3 and by["-c 16 -S 16M"]["runs"] == 1
     assert rep["settings"]["io_mode"]["settings"]  # evidence per I/O mode as well
@@ -192,14 +202,51 @@ def test_cli(db):
     assert res.returncode == 0 and "No advice yet" in res.stdout and "at least 5" in res.stdout
 
 
-def test_simulated_runs_have_stripe_evidence(sim_db):
+def test_never_advises_a_setting_measured_worse_than_the_current_one(tmp_path: Path):
+    """The issue's `advise awp`: the setting tried most was 11x slower than one tried once
+    and was advised ("gain 0.09"). Here the newest run (the current setting, tried once)
+    is 5x faster than the only setting tried twice: nothing is advised, the current
+    setting is kept, and the lone fast run is offered for a retry."""
+    history = [("carol", "no", 1, 1 << 20, "N-1", bw) for bw in (0.5, 0.4, 0.6, 0.5)] + [
+        ("carol", "no", 4, 1 << 20, "N-1", 2.5)
+    ]
+    build(tmp_path / "c.duckdb", history=history).close()
+    with DuckDBStore(tmp_path / "c.duckdb") as store:
+        rep = advise(store, "wrf")
+    stripe = rep["settings"]["stripe"]
+    assert stripe["current"] == "-c 4 -S 1M" and stripe["current_median_bw"] == 2.5 * GB
+    assert stripe["best"] is None and stripe["gain"] is None
+    assert "did better than the current" in stripe["reason"]
+    assert stripe["retry"] == []  # the faster setting is the current one itself: kept
+    assert rep["lfs_setstripe"] is None
+    res = run_cli("advise", "wrf", "--db", str(tmp_path / "c.duckdb"))
+    assert res.returncode == 0, res.stderr
+    assert "No recommendation" in res.stdout and "lfs setstripe" not in res.stdout
+
+
+def test_simulated_awp_advice_is_backed_by_its_own_table(sim_db):
+    """On the simulated store: every recommended setting was tried at least twice, has
+    the highest median of those, and beats the current setting's measured outcome."""
     with sim_db.store() as store:
         rep = advise(store, "awp")
     if not rep["advice"]:
         pytest.skip(rep["reason"])
     stripe = rep["settings"]["stripe"]
     assert sum(s["runs"] for s in stripe["settings"]) == rep["trials"]
-    assert rep["lfs_setstripe"].startswith("lfs setstripe -c ")
+    for c in rep["settings"].values():
+        cur = next(s for s in c["settings"] if s["current"])
+        assert cur["setting"] == c["current"]
+        if c["best"] is None:
+            continue
+        best = next(s for s in c["settings"] if s["setting"] == c["best"])
+        assert best["runs"] >= 2
+        assert best["median_bw"] >= cur["median_bw"]
+        assert best["median_bw"] == max(s["median_bw"] for s in c["settings"] if s["runs"] >= 2)
+        assert c["gain"] is None or c["gain"] >= 1.0
+    if stripe["best"] is None:
+        assert rep["lfs_setstripe"] is None
+    else:
+        assert rep["lfs_setstripe"].startswith(f"lfs setstripe {stripe['best']} ")
 
 
 RELEASE = SHARED_DATA / "darshan-logs" / "release_logs"

@@ -13,7 +13,7 @@ import pytest
 
 from iolens.analyze import expect
 from iolens.analyze.expect import box as bx
-from iolens.analyze.expect.placement import MIN_MD_OPS, point_of
+from iolens.analyze.expect.placement import MIN_MD_OPS, paper_md_rate, point_of
 from iolens.analyze.expect.plot import plot
 from iolens.errors import InputError, NotFound
 from iolens.ingest.importers import io500
@@ -138,13 +138,36 @@ def test_place_job_verdicts():
     near = expect.place_job(b, 9.0, 45.0)
     assert near.verdict == expect.NEAR_BEST and near.target == "system"
     assert expect.expected_gain(near) is None
+    # beating 'easy' is the page cache (the paper's short BTIO run), never praised
     cached = expect.place_job(b, 30.0, None)
-    assert cached.verdict == expect.NEAR_BEST and "page cache" in cached.meaning
+    assert cached.verdict == expect.CACHED and "page cache" in cached.meaning
+    assert "well tuned" not in cached.meaning and "not a sign of good tuning" in cached.meaning
     assert [a.axis for a in cached.axes] == ["bandwidth"]
+    assert expect.expected_gain(cached) is None
+    assert expect.place_job(b, 9.0, 60.0).verdict == expect.CACHED  # on metadata too
     # near best needs every axis it exercised near best
     assert expect.place_job(b, 9.0, 10.0).verdict == expect.WITHIN
     assert expect.place_job(b, None, None).verdict is None
     assert expect.place_job(None, 1.0, 1.0).verdict is None
+
+
+def test_box_scaled_to_the_jobs_nodes():
+    b = bx.Box(1.0, 10.0, 5.0, 50.0)
+    quarter, f = expect.scaled(b, 4, 16.0)
+    assert f == 0.25 and quarter == bx.Box(0.25, 2.5, 1.25, 12.5)
+    # never above IO500's own results, and unscaled when a node count is unknown
+    assert expect.scaled(b, 64, 16.0) == (b, 1.0)
+    assert expect.scaled(b, None, 16.0) == (b, 1.0) == expect.scaled(b, 4, None)
+    # a job at 2 GiB/s on 4 nodes: within the 16-node box, near the best of its quarter
+    assert expect.place_job(b, 2.0, None).verdict == expect.WITHIN
+    assert expect.place_job(quarter, 2.0, None).verdict == expect.NEAR_BEST
+
+
+def test_paper_metadata_rate():
+    """The paper's formula: all I/O operations over the metadata time, in kIOPS."""
+    assert paper_md_rate(50_000, 2.0) == 25.0
+    assert paper_md_rate(0, 2.0) is None and paper_md_rate(10, 0.0) is None
+    assert paper_md_rate(10, None) is None
 
 
 def test_job_point_units():
@@ -306,6 +329,45 @@ def test_place_a_simulated_job(sim_db, tmp_path):
     assert mid["gain"]["factor"] == pytest.approx(4.0, rel=0.01)
     assert "mid" in mid["gain"]["basis"]
     assert set(mid["by_direction"]) <= {"read", "write"} and mid["by_direction"]
+
+
+@needs_samples
+def test_place_a_simulated_job_scaled_to_its_nodes_and_cached(sim_db, tmp_path):
+    """The same job against IO500 runs on its own node count and on 4x as many: easy at
+    4.4x its rates is 'within' at its own scale and 'near best' at a quarter of 4x the
+    nodes (1.1x); against a system whose easy result is half its bandwidth it is caching.
+    The paper's metadata rate is the report's own operations over its metadata time."""
+    from iolens.analyze import report
+
+    path = tmp_path / "copy.duckdb"
+    shutil.copy(sim_db.path, path)
+    with DuckDBStore(path) as store:
+        pt = _busiest_job(store)
+        md = pt.md_rate or 1.0
+        root = tmp_path / "runs"
+        for name, scale, nodes in (("own", 4.4, pt.nodes), ("big", 4.4, 4 * pt.nodes),
+                                   ("tiny", 0.5, pt.nodes)):  # fmt: skip
+            values = {p: pt.bandwidth * scale for p in ("ior-easy-write", "ior-easy-read")}
+            values |= {p: pt.bandwidth * scale / 10 for p in ("ior-hard-write", "ior-hard-read")}
+            values |= {p: md * scale for p in BASE if p.startswith("mdtest-easy")}
+            values |= {p: md * scale / 10 for p in BASE if p.startswith("mdtest-hard")}
+            write_run(root / name / "results" / "r1", values, nodes=nodes)
+        assert io500.import_paths(store, [root]).errors == []
+        got = {s: expect.place(store, pt.job_id, system=s) for s in ("own", "big", "tiny")}
+        rep = report.build(store, pt.job_id)
+    assert pt.nodes > 0
+    assert got["own"]["scale"] == {"job_nodes": pt.nodes, "io500_nodes": pt.nodes, "factor": 1.0}
+    assert got["own"]["verdict"] == expect.WITHIN
+    assert got["big"]["scale"]["factor"] == pytest.approx(0.25)
+    assert got["big"]["verdict"] == expect.NEAR_BEST
+    assert got["big"]["box"]["bw_hi"] == pytest.approx(pt.bandwidth * 4.4 / 4, rel=0.02)
+    assert got["tiny"]["verdict"] == expect.CACHED and "page cache" in got["tiny"]["meaning"]
+    pm = got["own"]["paper_md_rate"]
+    ops = rep.read_ops + rep.write_ops + rep.md_ops
+    b = rep.bandwidth
+    meta = b["io_time_s"] - b["read_time_s"] - b["write_time_s"]
+    assert pm["ops"] == ops and pm["meta_time_s"] == pytest.approx(meta)
+    assert pm["value"] == pytest.approx(ops / meta / 1000)
 
 
 def _busiest_job(store: DuckDBStore) -> expect.JobPoint:

@@ -79,6 +79,17 @@ def test_expect_places_a_job(sim_db, tmp_path):
     assert png.read_bytes()[:4] == b"\x89PNG"
     human = run_cli("expect", "--db", str(db), "--job", job_id)
     assert f"Job {job_id}" in human.stdout and "below worst case" in human.stdout
+    assert "metadata by the paper's formula" in human.stdout or job["paper_md_rate"] is None
+    # the job report carries the same placement, scaled to the job's nodes (10 in IO500)
+    rep = run_cli("job", job_id, "--db", str(db), "--json")
+    assert rep.returncode == 0, rep.stderr
+    placed = json.loads(rep.stdout)["expectation"]
+    assert placed["verdict"] == job["verdict"] and placed["scale"] == job["scale"]
+    nodes = sim_db.truth["jobs"][job_id]["nnodes"]
+    assert job["scale"]["job_nodes"] == nodes and job["scale"]["io500_nodes"] == 10
+    assert job["scale"]["factor"] == min(1.0, nodes / 10)
+    text = run_cli("job", job_id, "--db", str(db))
+    assert "IO500 box (lab" in text.stdout and "below worst case" in text.stdout
 
 
 def test_compare_cli(sim_db):

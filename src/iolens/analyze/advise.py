@@ -15,9 +15,11 @@ every log, so advising it measured nothing but which runs happened to be faster.
 
 and its outcome is the bandwidth over its I/O time (`job_summaries`: bytes read + written
 / `io_time_s`, else the zoom-in factor `job_factors.bandwidth`). Per setting the runs,
-their median bandwidth and the jobs are kept; the best setting of each kind is the one with
-the highest median among those tried at least twice (once, when nothing was tried twice),
-and its gain is that median over the median of the runs with any other setting.
+their median bandwidth, its spread and the jobs are kept. The current setting is the
+newest run's; the best of each kind is the one with the highest median among those tried
+at least twice, recommended only when it beats the current one, with its confidence (a
+one-sided Mann-Whitney rank test and a bootstrap interval of the gain). A setting tried
+once is never recommended, however fast its run was: it is listed as worth retrying.
 
 Like SIOX's learning phase, nothing is advised before `MIN_TRIALS` (5) runs with a known
 bandwidth. The striping advice comes as an `lfs setstripe -c N -S SIZE DIR` line, DIR the
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from iolens.model.mounts import MountTable, is_lustre_target
@@ -42,6 +45,10 @@ from iolens.store.base import Store
 MIN_TRIALS = 5
 #: Runs a setting needs to be preferred over settings tried once.
 MIN_RUNS_PER_SETTING = 2
+#: Rank-test p-value at or below which a recommendation is given with high confidence.
+ALPHA = 0.05
+BOOTSTRAP = 2000
+BOOTSTRAP_SEED = 0
 KINDS = ("stripe", "io_mode")
 
 
@@ -178,8 +185,36 @@ def _layouts(runs: dict[str, Trial], files: list[dict[str, Any]], ext: str | Non
 # -- judging the settings -----------------------------------------------------------------
 
 
+def _spread(bws: list[float]) -> dict[str, float]:
+    """Quartiles and range of a setting's outcomes (bytes/s): how much one run says."""
+    q1, q3 = np.percentile(bws, [25, 75])
+    return {"q1": round(float(q1), 1), "q3": round(float(q3), 1),
+            "min": round(min(bws), 1), "max": round(max(bws), 1)}  # fmt: skip
+
+
+def _evidence(best: list[float], current: list[float]) -> dict[str, Any]:
+    """How sure it is that `best` beats `current`: a one-sided Mann-Whitney U test (ranks,
+    so one wild run cannot decide) and a bootstrap interval of the ratio of their medians."""
+    from scipy.stats import mannwhitneyu
+
+    p = float(mannwhitneyu(best, current, alternative="greater").pvalue)
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    b = np.median(rng.choice(best, (BOOTSTRAP, len(best))), axis=1)
+    c = np.median(rng.choice(current, (BOOTSTRAP, len(current))), axis=1)
+    lo, hi = np.percentile(b / c, [5, 95])
+    return {"p_value": round(p, 4), "gain_interval": [round(float(lo), 2), round(float(hi), 2)]}
+
+
 def compare(runs: list[Trial], kind: str) -> dict[str, Any] | None:
-    """Per setting of one kind: runs, median bandwidth, jobs; the best and its gain."""
+    """Per setting of one kind: runs, median bandwidth, spread, jobs; the best setting the
+    evidence supports against the current one (the newest run's) and how sure that is.
+
+    A setting is a candidate once tried `MIN_RUNS_PER_SETTING` times: a single fast run is
+    luck as often as not, so it is listed as worth retrying, never recommended. The best
+    candidate is recommended only when its median beats the current setting's outcome
+    (never a setting measured worse than what the user has now), with `confidence` high
+    when the rank test gives p <= ALPHA, low otherwise.
+    """
     groups: dict[str, list[Trial]] = defaultdict(list)
     for t in runs:
         s = t.setting(kind)
@@ -187,33 +222,82 @@ def compare(runs: list[Trial], kind: str) -> dict[str, Any] | None:
             groups[s].append(t)
     if not groups:
         return None
+    newest = max((t for ts in groups.values() for t in ts), key=_when)
+    current = newest.setting(kind)
     settings = [
         {
             "setting": s,
             "runs": len(ts),
             "median_bw": statistics.median(t.bandwidth for t in ts),
+            "spread": _spread([t.bandwidth for t in ts]),
             "jobs": [t.job_id for t in ts],
+            "current": s == current,
         }
         for s, ts in groups.items()
     ]
-    settings.sort(key=lambda g: (-g["median_bw"], g["setting"]))
-    eligible = [g for g in settings if g["runs"] >= MIN_RUNS_PER_SETTING] or settings
-    best = eligible[0]
-    others = [t.bandwidth for s, ts in groups.items() if s != best["setting"] for t in ts]
-    rest = statistics.median(others) if others else None
+    settings.sort(key=lambda g: (-g["median_bw"], not g["current"], g["setting"]))
+    eligible = [g for g in settings if g["runs"] >= MIN_RUNS_PER_SETTING]
+    best = eligible[0] if eligible else None
+    cur = next(g for g in settings if g["current"])
+    top = settings[0]
     for g in settings:
-        g["vs_best"] = round(g["median_bw"] / best["median_bw"], 3) if best["median_bw"] else None
-        g["median_bw"] = round(g["median_bw"], 1)
-    return {
-        "best": best["setting"],
-        "runs": best["runs"],
-        "median_bw": best["median_bw"],
-        "others_median_bw": round(rest, 1) if rest is not None else None,
-        "gain": round(best["median_bw"] / rest, 2) if rest else None,
+        g["vs_best"] = round(g["median_bw"] / top["median_bw"], 3) if top["median_bw"] else None
+    out: dict[str, Any] = {
+        "current": current,
+        "current_median_bw": round(cur["median_bw"], 1),
+        "best": None,
+        "runs": 0,
+        "median_bw": None,
+        "gain": None,
+        "confidence": None,
+        "evidence": None,
         "only_setting_tried": len(groups) == 1,
+        "retry": [
+            {"setting": g["setting"], "runs": g["runs"], "median_bw": round(g["median_bw"], 1)}
+            for g in settings
+            if g["runs"] < MIN_RUNS_PER_SETTING
+            and not g["current"]
+            and g["median_bw"] > (best["median_bw"] if best else 0.0)
+        ],
         "settings": settings,
-        "_trials": groups[best["setting"]],
+        "_trials": [],
     }
+    if best is None:
+        out["reason"] = f"no {kind} setting was tried {MIN_RUNS_PER_SETTING} times"
+    elif best["setting"] == current:
+        out |= {"reason": "the current setting is the best tried", "confidence": "keep"}
+    elif best["median_bw"] <= cur["median_bw"]:
+        out["reason"] = (
+            f"no setting tried {MIN_RUNS_PER_SETTING}+ times did better than the current "
+            f"{current} ({cur['runs']} run(s))"
+        )
+    if best is not None and (best["setting"] == current or best["median_bw"] > cur["median_bw"]):
+        ev = None
+        if best["setting"] != current:
+            ev = _evidence(
+                [t.bandwidth for t in groups[best["setting"]]],
+                [t.bandwidth for t in groups[current]],
+            )
+            out["confidence"] = "high" if ev["p_value"] <= ALPHA else "low"
+            out["reason"] = (
+                f"{best['setting']} beat the current {current} "
+                f"(rank test p = {ev['p_value']:.3g}, {best['runs']} vs {cur['runs']} runs)"
+            )
+        out |= {
+            "best": best["setting"],
+            "runs": best["runs"],
+            "median_bw": round(best["median_bw"], 1),
+            "gain": round(best["median_bw"] / cur["median_bw"], 2) if cur["median_bw"] else None,
+            "evidence": ev,
+            "_trials": groups[best["setting"]],
+        }
+    for g in settings:
+        g["median_bw"] = round(g["median_bw"], 1)
+    return out
+
+
+def _when(t: Trial) -> tuple[float, str]:
+    return (t.start.timestamp() if t.start else float("-inf"), t.job_id)
 
 
 def advise(
@@ -227,10 +311,12 @@ def advise(
 
     Keys: `app`, `user`, `ext`, `trials` (runs with a known bandwidth), `min_trials`,
     `advice` (false below `min_trials`, with `reason`), and when advising `settings`
-    ({"stripe" | "io_mode": {best, runs, median_bw, others_median_bw, gain,
-    only_setting_tried, settings: [{setting, runs, median_bw, vs_best, jobs}]}}, kinds no
-    run recorded are left out) and `lfs_setstripe` (a command line, or null when no Lustre
-    layout is known).
+    ({"stripe" | "io_mode": {current, current_median_bw, best (null when the evidence
+    supports none), runs, median_bw, gain (over the current setting), confidence (keep |
+    high | low | null), evidence ({p_value, gain_interval}), reason, retry (settings tried
+    too rarely that looked better), only_setting_tried, settings: [{setting, runs,
+    median_bw, spread, vs_best, jobs, current}]}}, kinds no run recorded are left out)
+    and `lfs_setstripe` (a command line; null when no stripe setting is recommended).
     Bandwidths are bytes/s.
     """
     runs = trials(store, app, user, ext)
@@ -252,7 +338,7 @@ def advise(
         return out
     settings = {k: c for k in KINDS if (c := compare(runs, k)) is not None}
     setstripe = None
-    if "stripe" in settings:
+    if "stripe" in settings and settings["stripe"]["_trials"]:
         best_t = settings["stripe"]["_trials"]
         t0 = best_t[0]
         size = f" -S {lfs_size(t0.stripe_size)}" if t0.stripe_size else ""

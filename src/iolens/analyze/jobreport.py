@@ -88,6 +88,10 @@ class JobReport:
     # "osts", "forwarders", "load_levels", each with the components concerned, what is
     # missing and the remedy. Empty lists above mean "none" only when this is empty.
     gaps: list[dict[str, Any]] = field(default_factory=list)
+    # Straggler servers within this job (`analyze/jobs/stragglers.py`, set by the
+    # diagnosis): OSTs or forwarders that served it much slower than their peers, with
+    # the I/O seconds it lost to each ("this job lost X s to OST n").
+    stragglers: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -100,7 +100,26 @@ def job(
         {**e, "message": f"analysis failed: {e['analysis']}: {e['error']}"}
         for e in queries.analysis_errors(store, job_id)
     ]
+    # the straggler servers the analysis found (IOL007's evidence: the report is rebuilt
+    # here without the diagnosis that finds them)
+    for f in rep.get("findings") or []:
+        if f.get("code") == "IOL007" and isinstance(f.get("evidence"), dict):
+            rep["stragglers"] = f["evidence"].get("stragglers", [])
+    rep["expectation"] = _expectation(store, job_id)
     return rep
+
+
+def _expectation(store: Store, job_id: str) -> dict[str, Any] | None:
+    """The job's place in its system's IO500 box (scaled to its nodes), when the store has
+    IO500 runs of one system; None without runs, {"error"} when no box applies."""
+    from iolens.analyze import expect
+
+    try:
+        if not store.query("SELECT 1 FROM io500_runs LIMIT 1").num_rows:
+            return None
+        return expect.place(store, job_id)
+    except IolensError as exc:
+        return {"error": str(exc)}
 
 
 def _file_systems(store: Store, job_id: str, files: list[dict[str, Any]]) -> None:

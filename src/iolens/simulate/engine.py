@@ -96,6 +96,9 @@ class EngineResult:
     jobs: list[JobRun]
     faults: list[Fault]
     blame: dict[tuple[str, str], float]  # (victim, culprit) -> seconds of I/O time lost
+    #: (job, slow OST) -> seconds the job's I/O took longer because that OST was slow: per
+    #: second 1 - granted / what it would have been granted with the OST at full capacity.
+    fault_loss: dict[tuple[str, str], float]
     io_seconds: dict[str, float]  # job -> seconds spent in I/O phases
     end: int  # last simulated second
     storm_ops: np.ndarray  # login-node metadata ops served per second
@@ -137,6 +140,7 @@ class Engine:
         self.free = np.ones(len(topo.compute), bool)
         self.loads: list[tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray]] = []
         self.busy: list[tuple[np.ndarray, np.ndarray, float]] = []
+        self.fault_loss: dict[tuple[str, str], float] = {}
 
     # -- placement ----------------------------------------------------------------------
     def _place(self, job: JobSpec) -> int | None:
@@ -257,6 +261,7 @@ class Engine:
             finished,
             faults,
             blame,
+            self.fault_loss,
             io_seconds,
             t,
             np.array(storm_ops),
@@ -367,6 +372,7 @@ class Engine:
         factor = np.minimum(np.minimum(f_fwd, f_ost), 1.0)
         factor = np.where(mds_per_unit > 0, np.minimum(factor, mds_factor), factor)
         grant = ask * factor
+        self._fault_loss(active, factor, f_fwd, ost_load, ost_cap, S_ost, mds_per_unit, mds_factor)
         self.loads.append(
             (
                 (fwd_load + fwd_md) / np.maximum(fwd_cap, 1e-9),
@@ -413,6 +419,42 @@ class Engine:
             )
         )
         return served
+
+    def _fault_loss(
+        self,
+        active: list[PhaseRun],
+        factor: np.ndarray,
+        f_fwd: np.ndarray,
+        ost_load: np.ndarray,
+        ost_cap: np.ndarray,
+        S_ost: np.ndarray,
+        mds_per_unit: np.ndarray,
+        mds_factor: float,
+    ) -> None:
+        """Each phase's time lost this second to slow OSTs: its pace with every slowed OST
+        back at full capacity (the rest unchanged) against its pace now."""
+        slow = np.nonzero(ost_cap < 1.0)[0]
+        if not len(slow):
+            return
+        healthy = np.minimum(1.0, np.divide(1.0, ost_load, out=np.ones_like(ost_load),
+                                            where=ost_load > 0))  # fmt: skip
+        now = np.minimum(1.0, np.divide(ost_cap, ost_load, out=np.ones_like(ost_load),
+                                        where=ost_load > 0))  # fmt: skip
+        for i, p in enumerate(active):
+            hit = [o for o in slow if S_ost[i, o] > 0 and now[o] < healthy[o]]
+            if not hit:
+                continue
+            per_ost = np.where(S_ost[i] > 0, now, np.inf)
+            per_ost[hit] = healthy[hit]
+            pace = min(float(f_fwd[i]), float(per_ost.min()), 1.0)
+            if mds_per_unit[i] > 0:
+                pace = min(pace, mds_factor)
+            lost = 1.0 - float(factor[i]) / pace if pace > 0 else 0.0
+            if lost <= 0:
+                continue
+            for o in hit:  # several slow OSTs at once: each is charged the whole loss
+                key = (p.job.job_id, self.topo.osts[o])
+                self.fault_loss[key] = self.fault_loss.get(key, 0.0) + lost
 
     def _thrash_episodes(self, runs: list[JobRun]) -> list[Fault]:
         """Turn the seconds where backend reads were amplified into fault episodes."""

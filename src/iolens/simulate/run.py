@@ -364,6 +364,10 @@ def ground_truth(sim: Simulation) -> dict[str, Any]:
         for f in sim.result.faults
     ]
     faults += n1_truth(sim, interference)
+    slowed = [
+        {"job_id": job, "component": comp, "lost_seconds": round(lost, 1)}
+        for (job, comp), lost in sorted(sim.result.fault_loss.items())
+    ]
     culprit, victim = sim.jobs[0], sim.jobs[1]  # the planted N-1 pair
     thrasher = sim.jobs[2] if len(sim.jobs) > 2 and sim.jobs[2].first_node is not None else None
     num, den = THRASH_AMPLIFICATION
@@ -382,6 +386,7 @@ def ground_truth(sim: Simulation) -> dict[str, Any]:
         "jobs": jobs,
         "faults": faults,
         "interference": interference,
+        "fault_losses": slowed,  # per job: I/O seconds lost to each slow OST
         "planted": {
             "n1_culprit": {"job_id": culprit.job_id, "nodes": culprit.nnodes},
             "n1_victim": {"job_id": victim.job_id, "nodes": victim.nnodes},

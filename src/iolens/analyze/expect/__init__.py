@@ -15,6 +15,7 @@ from typing import Any
 from iolens.analyze.expect.box import BW_UNIT, MD_UNIT, VIEWS, Box, union
 from iolens.analyze.expect.placement import (
     BELOW,
+    CACHED,
     NEAR_BEST,
     VERDICTS,
     WITHIN,
@@ -23,6 +24,7 @@ from iolens.analyze.expect.placement import (
     expected_gain,
     job_point,
     place_job,
+    scaled,
 )
 from iolens.analyze.expect.runs import Group, RunResult, groups, load, systems, tail
 from iolens.errors import InputError
@@ -30,6 +32,7 @@ from iolens.store.base import Store
 
 __all__ = [
     "BELOW",
+    "CACHED",
     "NEAR_BEST",
     "VERDICTS",
     "WITHIN",
@@ -41,6 +44,7 @@ __all__ = [
     "job_point",
     "place",
     "place_job",
+    "scaled",
 ]
 
 
@@ -111,9 +115,15 @@ def _union_json(gs: list[Group]) -> dict[str, Any] | None:
     return out
 
 
+def _nodes(gs: list[Group]) -> float | None:
+    """IO500's client node count behind these boxes: the median over their runs."""
+    n = sorted(r.nodes for g in gs for r in g.used if r.nodes)
+    return float(n[len(n) // 2]) if n else None
+
+
 def _choose_group(
     gs: list[Group], system: str | None, api: str | None, layer: str | None
-) -> tuple[str, str | None, dict[str, Box | None]]:
+) -> tuple[str, str | None, dict[str, Box | None], float | None]:
     """The box a job is judged against: its system's, for its API when that has runs."""
     names = sorted({g.system for g in gs if g.used})
     if not names:
@@ -131,10 +141,10 @@ def _choose_group(
     for w in wanted:
         hit = [g for g in mine if (g.api or "").upper() == w.upper()]
         if hit:
-            return system, hit[0].api, hit[0].boxes
+            return system, hit[0].api, hit[0].boxes, _nodes(hit[:1])
     if api:
         raise InputError("--api", f"no IO500 runs of {system} with API {api}")
-    return system, None, {v: union(g.boxes[v] for g in mine) for v in VIEWS}
+    return system, None, {v: union(g.boxes[v] for g in mine) for v in VIEWS}, _nodes(mine)
 
 
 def _placement_json(p: Placement) -> dict[str, Any]:
@@ -152,23 +162,54 @@ def _place(
     store: Store, gs: list[Group], job_id: str, system: str | None, api: str | None
 ) -> dict[str, Any]:
     pt = job_point(store, job_id)
-    sys_name, api_name, boxes = _choose_group(gs, system, api, pt.layer)
+    sys_name, api_name, boxes, io500_nodes = _choose_group(gs, system, api, pt.layer)
     label = f"{sys_name}" + (f" ({api_name})" if api_name else "")
+
+    def box(view: str) -> Box | None:
+        b = boxes[view]
+        return None if b is None else scaled(b, pt.nodes, io500_nodes)[0]
+
+    factor = scaled(Box(1, 1, 1, 1), pt.nodes, io500_nodes)[1]
+    agg = place_job(box("aggregate"), pt.bandwidth, pt.md_rate, label)
     out: dict[str, Any] = {
         "job_id": job_id,
         "system": sys_name,
         "api": api_name,
         "point": dataclasses.asdict(pt),
-        **_placement_json(place_job(boxes["aggregate"], pt.bandwidth, pt.md_rate, label)),
+        "scale": {"job_nodes": pt.nodes, "io500_nodes": io500_nodes, "factor": factor},
+        "box": _box_json(box("aggregate")),
+        **_placement_json(agg),
         "by_direction": {},
+        "paper_md_rate": _paper_md(pt, box("aggregate")),
     }
     for view, bw in (("write", pt.write_bw), ("read", pt.read_bw)):
         if bw is not None:
-            p = place_job(boxes[view], bw, pt.md_rate, label)
+            p = place_job(box(view), bw, pt.md_rate, label)
             out["by_direction"][view] = {"verdict": p.verdict, "gain_factor": p.gain_factor}
     if out["gain"]:
         out["gain"]["basis"] = f"IO500 easy-case bandwidth on {label}"
+        if factor < 1:
+            out["gain"]["basis"] += f", scaled to the job's {pt.nodes} of {io500_nodes:g} nodes"
     return out
+
+
+def _paper_md(pt: JobPoint, box: Box | None) -> dict[str, Any] | None:
+    """The paper's metadata rate (ops / metadata time) and where it falls in the box."""
+    if pt.paper_md_rate is None:
+        return None
+    pos = None
+    if box is not None:
+        lo, hi = box.md_lo, box.md_hi
+        v = pt.paper_md_rate
+        pos = "below" if v < lo else "above" if v > hi else "within"
+    return {
+        "value": pt.paper_md_rate,
+        "unit": MD_UNIT,
+        "ops": pt.ops,
+        "meta_time_s": pt.meta_time_s,
+        "formula": "all I/O operations / metadata time (the IO500 paper's, section V)",
+        "position": pos,
+    }
 
 
 def place(

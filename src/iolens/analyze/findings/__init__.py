@@ -7,6 +7,7 @@ from iolens.analyze.findings.iol003_read_amplification import ReadAmplification
 from iolens.analyze.findings.iol004_small_io import SmallIO
 from iolens.analyze.findings.iol005_metadata_heavy import MetadataHeavy
 from iolens.analyze.findings.iol006_slower_than_history import SlowerThanHistory
+from iolens.analyze.findings.iol007_straggler_server import StragglerServer
 
 JOB_RULES: tuple[type[JobRule], ...] = (
     N1SharedFile,
@@ -15,6 +16,7 @@ JOB_RULES: tuple[type[JobRule], ...] = (
     SmallIO,
     MetadataHeavy,
     SlowerThanHistory,
+    StragglerServer,
 )
 
 __all__ = ["JOB_RULES", "JobRule"]

@@ -1,4 +1,5 @@
-"""Per-job diagnosis after the reports: I/O phases, history anomalies, interference.
+"""Per-job diagnosis after the reports: I/O phases, history anomalies, interference,
+straggler servers within a job.
 
 Order matters: phases come from each job's own bandwidth series; the history check needs
 the phases of earlier runs of the same application; interference needs every overlapping
@@ -16,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from iolens.analyze.jobreport import JobReport
-from iolens.analyze.jobs import history, interference, phases
+from iolens.analyze.jobs import history, interference, phases, stragglers
 from iolens.analyze.jobs.neighbours import neighbours
 from iolens.analyze.jobs.usage import EVERYTHING, Span
 from iolens.store.base import Store
@@ -157,6 +158,10 @@ def diagnose_jobs(
             store.append("job_phases", phases.phases_table(found, anomalous))
     finally:
         store.unregister("_iolens_phase_jobs")
+
+    slow = stragglers.find(store, reports)
+    for rep in reports:
+        rep.stragglers = slow.get(rep.job_id, [])
 
     by_victim: dict[str, list[interference.Contribution]] = defaultdict(list)
     for p in diag.pairs:

@@ -48,6 +48,7 @@ def advise(
     out.print(f"[bold]Best known settings{scope}[/] (from {rep['trials']} runs)")
     for kind, c in rep["settings"].items():
         out.print(_table(kind, c))
+        out.print(_verdict(c), highlight=False)
     out.print()
     if rep["lfs_setstripe"]:
         out.print("[bold]Striping[/] (before the files are created):")
@@ -77,29 +78,46 @@ def _known(store: Store, app: str, user: str | None) -> None:
     )
 
 
-def _table(kind: str, c: dict[str, Any]) -> Table:
-    if c["only_setting_tried"]:
-        verdict = "the only setting tried"
-    elif c["gain"]:
-        verdict = (
-            f"{c['gain']:.2f}x the median of the other runs "
-            f"({render.human_rate(c['others_median_bw'])})"
+def _verdict(c: dict[str, Any]) -> str:
+    """What to do, with how sure it is, and what deserves another try."""
+    if c["best"] is None:
+        line = f"No recommendation: {c['reason']}; keep {c['current']}."
+    elif c["confidence"] == "keep":
+        line = f"Keep {c['best']}: " + (
+            "the only setting tried." if c["only_setting_tried"] else "the best tried."
         )
     else:
-        verdict = "best median"
+        ev = c["evidence"]
+        lo, hi = ev["gain_interval"]
+        line = (
+            f"Use {c['best']}: {c['gain']:.2f}x the current {c['current']} "
+            f"({c['runs']} runs; 90 % interval {lo:.2f}-{hi:.2f}x; rank test "
+            f"p = {ev['p_value']:.2g}, confidence {c['confidence']})."
+        )
+    for r in c["retry"]:
+        line += (
+            f"\n{r['setting']} looked faster ({render.human_rate(r['median_bw'])}) but was "
+            f"tried {r['runs']} time(s): run it again before trusting it."
+        )
+    return line
+
+
+def _table(kind: str, c: dict[str, Any]) -> Table:
     t = Table(
-        title=f"{TITLES.get(kind, kind)}: {c['best']} - {verdict}",
+        title=f"{TITLES.get(kind, kind)}: current {c['current']}",
         title_justify="left",
         header_style="bold",
     )
-    for col in ("setting", "runs", "median bandwidth", "vs best", "jobs"):
+    for col in ("setting", "runs", "median bandwidth", "spread (q1-q3)", "vs best", "jobs"):
         t.add_column(col, justify="left" if col in ("setting", "jobs") else "right")
     for s in c["settings"]:
         jobs = s["jobs"]
+        sp = s["spread"]
         t.add_row(
-            s["setting"],
+            s["setting"] + (" (current)" if s["current"] else ""),
             str(s["runs"]),
             render.human_rate(s["median_bw"]),
+            f"{render.human_rate(sp['q1'])}-{render.human_rate(sp['q3'])}",
             f"{s['vs_best']:.2f}" if s["vs_best"] is not None else "-",
             ", ".join(jobs[:4]) + (f" (+{len(jobs) - 4})" if len(jobs) > 4 else ""),
         )

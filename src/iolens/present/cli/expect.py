@@ -153,10 +153,25 @@ def _print(data: dict[str, Any]) -> None:
             + (f" ({job['api']})" if job["api"] else "")
             + f": [bold]{job['verdict'] or 'no verdict'}[/]"
         )
+        sc = job.get("scale") or {}
+        if sc.get("io500_nodes"):
+            out.print(
+                f"  box scaled to the job's {sc['job_nodes']} of IO500's "
+                f"{sc['io500_nodes']:g} client nodes (x{sc['factor']:.3g})",
+                highlight=False,
+            )
         for a in job["axes"]:
             out.print(
                 f"  {a['axis']}: {_num(a['value'])} {a['unit']} "
                 f"(worst {_num(a['worst'])}, best {_num(a['best'])}; {a['position']})"
+            )
+        pm = job.get("paper_md_rate")
+        if pm:
+            out.print(
+                f"  metadata by the paper's formula: {_num(pm['value'])} {pm['unit']} "
+                f"({pm['ops']:,} ops / {pm['meta_time_s']:.3g} s of metadata time; "
+                f"{pm['position'] or '-'})",
+                highlight=False,
             )
         out.print(f"  {job['meaning']}")
 

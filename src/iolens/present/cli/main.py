@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -124,11 +124,26 @@ def job(
         print(render.to_json(rep))
     else:
         out.print(render.job_report(rep))
+        _expectation(rep.get("expectation"))
         if rep.get("access_pattern_files"):
             total = (rep.get("access_pattern_counts") or {}).get("files")
             out.print(render.access_patterns(rep["access_pattern_files"], total=total))
         if layers:
             out.print(render.layer_series(rep["layer_series"]))
+
+
+def _expectation(e: dict[str, Any] | None) -> None:
+    """The job's place in the IO500 box, under its report."""
+    if not e or not e.get("verdict"):
+        return
+    sc = e.get("scale") or {}
+    scale = (
+        f", scaled to its {sc['job_nodes']} of IO500's {sc['io500_nodes']:g} nodes"
+        if (sc.get("factor") or 1.0) < 1.0
+        else ""
+    )
+    out.print(f"[bold]IO500 box[/] ({e['system']}{scale}): [bold]{e['verdict']}[/]")
+    out.print(f"  {e['meaning']}", highlight=False)
 
 
 @app.command()
