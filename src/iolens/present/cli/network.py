@@ -10,7 +10,7 @@ from rich.table import Table
 
 from iolens.present.cli import render
 from iolens.present.cli.app import DbOption, JsonOption, open_db, out
-from iolens.present.cli.system import _time
+from iolens.present.cli.system import time_bound
 
 
 def network(
@@ -25,7 +25,7 @@ def network(
     InfiniBand ports; a router by the bytes LNet routed through it."""
     from iolens.analyze.system import router_traffic, switch_traffic, to_plain
 
-    start, end = _time(since, "since"), _time(until, "until")
+    start, end = time_bound(since, "since"), time_bound(until, "until")
     with open_db(db) as store:
         result = {
             "switches": to_plain(switch_traffic(store, start, end)),

@@ -21,7 +21,8 @@ alerts_app = typer.Typer(
 )
 
 
-def _time(value: str | None, name: str) -> Any:
+def time_bound(value: str | None, name: str) -> Any:
+    """A `--since`/`--until` value as a time; a bad one is a usage error naming it."""
     from iolens.present import views
 
     try:
@@ -59,7 +60,7 @@ def load(
         raise typer.BadParameter(
             f"{kind!r} is not one of {', '.join(LOAD_KINDS)}", param_hint="'--kind'"
         )
-    start, end = _time(since, "since"), _time(until, "until")
+    start, end = time_bound(since, "since"), time_bound(until, "until")
     with open_db(db) as store:
         summary = load_summary(store, [kind] if kind else None, start, end)
     if as_json:

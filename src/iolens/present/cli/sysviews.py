@@ -13,6 +13,7 @@ from rich.table import Table
 
 from iolens.present.cli import render
 from iolens.present.cli.app import DbOption, JsonOption, open_db, out
+from iolens.present.cli.system import time_bound
 
 sysview_app = typer.Typer(
     help="System views for administrators: anomaly durations, volume by core-hours, "
@@ -28,15 +29,6 @@ MinBytesOption = Annotated[
         "--min-bytes", min=0, help="Leave out jobs moving fewer bytes (Beacon: 200000000)."
     ),
 ]
-
-
-def _time(value: str | None, name: str) -> Any:
-    from iolens.present import views
-
-    try:
-        return views.parse_since(value)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint=f"'--{name}'") from None
 
 
 def _pct(x: float | None) -> str:
@@ -62,7 +54,7 @@ def durations(
     """Anomaly episodes by duration class (hours) and layer (Beacon Table 2)."""
     from iolens.analyze.system.anomaly_durations import anomaly_durations
 
-    t0, t1 = _time(since, "since"), _time(until, "until")
+    t0, t1 = time_bound(since, "since"), time_bound(until, "until")
     with open_db(db) as store:
         d = _emit(anomaly_durations(store, t0, t1), as_json)
     if d is None:
@@ -140,7 +132,7 @@ def mds_clients(
     """MDS load split by client system: compute/forwarders, login, other (Beacon Fig. 10(b))."""
     from iolens.analyze.system.mds_clients import mds_clients as view
 
-    t0, t1 = _time(since, "since"), _time(until, "until")
+    t0, t1 = time_bound(since, "since"), time_bound(until, "until")
     with open_db(db) as store:
         d = _emit(view(store, t0, t1, top), as_json)
     if d is None:
@@ -167,7 +159,7 @@ def osts(
     """Bytes per OST laid out by OSS and OST index (the K computer's positional maps)."""
     from iolens.analyze.system.ost_positions import ost_positions
 
-    t0, t1 = _time(since, "since"), _time(until, "until")
+    t0, t1 = time_bound(since, "since"), time_bound(until, "until")
     with open_db(db) as store:
         d = _emit(ost_positions(store, t0, t1, job), as_json)
     if d is None:
