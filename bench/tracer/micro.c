@@ -6,6 +6,8 @@
  * fputc fgetc (one character per call through a FILE: the stdio hot path)
  * writeloop, scatterloop: ONE pass of N calls (1-byte write(); 8-byte pwrite() at random
  * offsets), mean not best, so periodic flushes inside the pass are counted (flush.py).
+ * seq4k, strided4k: ONE pass of N 4 KiB pwrite()s, contiguous or IOR-like segments
+ * (trace_compression.py).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -60,6 +62,20 @@ int main(int argc, char **argv)
     if (pwrite(fd, buf, 1 << 20, 0) != 1 << 20) return 4;
     double t0 = 0, t1 = 0;
     long ops = n;
+    if (!strcmp(mode, "seq4k") || !strcmp(mode, "strided4k")) {
+        /* 4 KiB pwrite()s: contiguous, or IOR-like segments of 8 blocks 64 KiB apart that
+           restart 4 KiB further on (a record breaks every 8 calls) */
+        int strided = mode[1] == 't';
+        t0 = now();
+        for (long i = 0; i < n; i++) {
+            off_t off = strided ? ((i % 8) * 16 + (i / 8) % 16) * 4096 + (i / 128) * (1 << 20)
+                                : (off_t)i * 4096;
+            if (pwrite(fd, buf, 4096, off % (256 << 20)) != 4096) return 5;
+        }
+        t1 = now();
+        printf("ns_per_op %.2f\n", (t1 - t0) / n);
+        return 0;
+    }
     if (!strcmp(mode, "writeloop") || !strcmp(mode, "scatterloop")) {
         int scatter = mode[0] == 's';
         unsigned long x = 88172645463325252ul;

@@ -56,7 +56,7 @@ def test_real_tracer_files_round_trip(mode: str, tracer_lib, workload, tmp_path:
     for i, t in enumerate(traces):
         again = round_trip(t, tmp_path / str(i))
         assert_same(t, again)
-        assert again.version == 4 and t.records == again.records
+        assert again.version == 5 and t.records == again.records
 
 
 @needs_cc

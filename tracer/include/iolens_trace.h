@@ -21,6 +21,14 @@
  *   IOL_SEC_HEADER   payload = struct iol_header, then the strings it announces
  *   IOL_SEC_HINTS    payload = n x { struct iol_hints_entry, text bytes, pad to 8 }: the
  *                    MPI_Info hints passed to MPI_File_open, "key=value\n" per hint
+ *   IOL_SEC_ZSTD     another section compressed (version 5): aux = the inner section's aux;
+ *                    payload = struct iol_zsection, then `frame_len` bytes of one zstd frame
+ *                    whose content is the inner payload (`raw_len` bytes), pad to 8. The
+ *                    tracer compresses RECORDS sections with it (unless IOLENS_COMPRESS=0,
+ *                    libzstd.so.1 is missing, or the frame would not be smaller); a reader
+ *                    decompresses and handles the result as a section of type `type`.
+ *                    A new section type rather than a flag in `aux`, which holds a full
+ *                    thread id: older readers reject the file cleanly (unknown section).
  *
  * Version 2 added the MPI-IO layer and the HINTS section; a version-1 file is a valid
  * version-2 file without them, so readers accept both. Version 3 added Lustre layouts
@@ -29,6 +37,8 @@
  * Version 4 added periodic interim files (IOL_F_INTERIM) and the header's `interval`
  * (8 more bytes); a process's files hold disjoint records, each file's summaries and
  * counters are cumulative (the last file's cover the whole process).
+ * Version 5 added compressed sections (IOL_SEC_ZSTD); a version-4 file is a version-5
+ * file without them.
  */
 #ifndef IOLENS_TRACE_H
 #define IOLENS_TRACE_H
@@ -36,7 +46,7 @@
 #include <stdint.h>
 
 #define IOL_MAGIC "IOLTRACE"
-#define IOL_FORMAT_VERSION 4u
+#define IOL_FORMAT_VERSION 5u
 
 /* Operation codes; names and order match iolens.model.schema.OPS. */
 enum iol_op {
@@ -67,6 +77,7 @@ enum iol_section_type {
     IOL_SEC_SUMMARY = 3,
     IOL_SEC_HEADER = 4,
     IOL_SEC_HINTS = 5,
+    IOL_SEC_ZSTD = 6,
     IOL_SEC_END = 0x454e44 /* "END" */
 };
 
@@ -143,6 +154,13 @@ struct iol_layout_entry {
     uint16_t components;    /* 1 for a plain layout */
     uint32_t nosts;         /* OST indices that follow */
     char fsname[16];        /* the mount's Lustre fs name (NUL-padded), "" if unknown */
+};
+
+/* The head of an IOL_SEC_ZSTD payload (version 5). */
+struct iol_zsection {
+    uint32_t type;      /* the inner section's enum iol_section_type (RECORDS today) */
+    uint32_t frame_len; /* bytes of the zstd frame that follows */
+    uint64_t raw_len;   /* the inner payload's length: the frame must decompress to it */
 };
 
 /* One file's MPI-IO hints (HINTS section); `len` text bytes follow, then zero padding to 8. */

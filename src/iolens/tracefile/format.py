@@ -10,11 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 MAGIC = b"IOLTRACE"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 #: Versions this decoder reads: 2 added the MPI-IO layer and the HINTS section, 3 the
 #: Lustre layouts of FILES entries and two header counters, 4 interim files (F_INTERIM)
-#: and the header's `interval`; an older file is a newer one without them.
-READABLE_VERSIONS = (1, 2, 3, 4)
+#: and the header's `interval`, 5 zstd-compressed sections (SEC_ZSTD); an older file is a
+#: newer one without them.
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
 ENDIAN_MARK = 0x01020304
 
 # Section types.
@@ -23,6 +24,8 @@ SEC_FILES = 2
 SEC_SUMMARY = 3
 SEC_HEADER = 4
 SEC_HINTS = 5
+#: Another section, zstd-compressed (version 5): ZSECTION, the frame, zero padding to 8.
+SEC_ZSTD = 6
 SEC_END = 0x454E44
 
 # Header flags.
@@ -66,6 +69,9 @@ HIST_EDGES = (0, 100, 1024, 10240, 102400, 1048576, 4194304, 10485760, 104857600
 
 PREAMBLE = np.dtype([("magic", "S8"), ("version", "<u4"), ("endian", "<u4")])
 SECTION = np.dtype([("type", "<u4"), ("aux", "<u4"), ("length", "<u8")])
+#: The head of a SEC_ZSTD payload: the inner section's type, the frame's length, and the
+#: length the frame must decompress to.
+ZSECTION = np.dtype([("type", "<u4"), ("frame_len", "<u4"), ("raw_len", "<u8")])
 RECORD = np.dtype(
     [
         ("op", "u1"), ("layer", "u1"), ("flags", "<u2"), ("file", "<u4"),
@@ -118,6 +124,7 @@ HEADER_V4 = np.dtype([*HEADER_V3.descr, ("interval", "<u4"), ("pad2", "<u4")])
 
 assert PREAMBLE.itemsize == 16
 assert SECTION.itemsize == 16
+assert ZSECTION.itemsize == 16
 assert RECORD.itemsize == 64
 assert FILE_ENTRY.itemsize == 16
 assert HINTS_ENTRY.itemsize == 8

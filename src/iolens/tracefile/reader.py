@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import zstandard
 
 from iolens.errors import InputError
 from iolens.tracefile import format as fmt
@@ -95,6 +96,13 @@ def read(path: str | Path, data: bytes | None = None) -> RawTrace:
                 src, f"truncated: section at byte {pos} needs {length} bytes, file ends first"
             )
         body = data[body_at : body_at + length]
+        if kind == fmt.SEC_ZSTD:
+            if version < 5:
+                raise InputError(
+                    src, f"compressed section in a version-{version} file at byte {pos}"
+                )
+            kind, body = _unzstd(src, body, pos)
+            length = len(body)
         if kind == fmt.SEC_RECORDS:
             if length % fmt.RECORD.itemsize:
                 raise InputError(src, f"record block at byte {pos} has a partial record")
@@ -120,7 +128,7 @@ def read(path: str | Path, data: bytes | None = None) -> RawTrace:
             ended = True
         else:
             raise InputError(src, f"unknown section type {kind:#x} at byte {pos}")
-        pos = body_at + length
+        pos = body_at + int(sec["length"])
     if not ended:
         raise InputError(src, "truncated: no END section (the process may have been killed)")
     if header is None:
@@ -231,3 +239,46 @@ def _hints(src: str, body: bytes, at: int, hints: dict[int, str]) -> None:
             raise InputError(src, f"hints section at byte {at} ends inside a text")
         hints[int(e["file"])] = _text(body[pos + size : pos + size + n])
         pos += size + padded
+
+
+#: What may be compressed: the sections whose payload is data, never HEADER or END.
+_COMPRESSIBLE = (fmt.SEC_RECORDS, fmt.SEC_FILES, fmt.SEC_SUMMARY, fmt.SEC_HINTS)
+#: Far above any section the tracer writes (a RECORDS chunk is 64 KiB): a bound on what a
+#: corrupt head can make the reader allocate.
+_MAX_RAW = 1 << 30
+
+
+def _unzstd(src: str, body: bytes, at: int) -> tuple[int, bytes]:
+    """The inner section type and payload of the SEC_ZSTD section at byte `at`."""
+    size = fmt.ZSECTION.itemsize
+    if len(body) < size:
+        raise InputError(src, f"compressed section at byte {at} is shorter than its head")
+    z = np.frombuffer(body, fmt.ZSECTION, 1)[0]
+    kind, flen, raw_len = int(z["type"]), int(z["frame_len"]), int(z["raw_len"])
+    if kind not in _COMPRESSIBLE:
+        raise InputError(src, f"compressed section at byte {at} holds section type {kind:#x}")
+    if size + flen > len(body):
+        raise InputError(src, f"compressed section at byte {at} ends inside its zstd frame")
+    frame = body[size : size + flen]
+    try:
+        # a frame's content size, when it has one (-1: not recorded), must agree with the
+        # head before anything is allocated; max_output_size bounds the rest
+        claimed = zstandard.frame_content_size(frame)
+        if claimed not in (-1, raw_len) or raw_len > _MAX_RAW:
+            raise InputError(
+                src,
+                f"compressed section at byte {at}: its zstd frame holds {claimed} bytes, "
+                f"its head says {raw_len}",
+            )
+        raw = zstandard.ZstdDecompressor().decompress(frame, max_output_size=raw_len)
+    except zstandard.ZstdError as e:
+        raise InputError(
+            src, f"compressed section at byte {at}: corrupt zstd frame ({e})"
+        ) from None
+    if len(raw) != raw_len:
+        raise InputError(
+            src,
+            f"compressed section at byte {at} decompresses to {len(raw)} bytes, "
+            f"its head says {raw_len}",
+        )
+    return kind, raw

@@ -198,6 +198,11 @@ IOL_HIDDEN void iol_cwd_refresh(void);
 
 /* layout.c: Lustre layouts of opened files (lustre.lov xattr), see docs/tracer.md */
 IOL_HIDDEN void iol_layout_init(void);
+
+/* compress.c: zstd for RECORDS sections (loaded at init; 0 = write uncompressed) */
+IOL_HIDDEN void *iol_map(uint64_t bytes);
+IOL_HIDDEN void iol_zstd_init(void);
+IOL_HIDDEN size_t iol_zstd(const void *src, size_t n, const void **out);
 IOL_HIDDEN void iol_layout_open(int fd, uint32_t file, int oflags);
 IOL_HIDDEN void iol_layout_close(int fd);
 

@@ -272,6 +272,34 @@ static int write_section(uint32_t type, uint32_t aux, const void *payload, uint6
     return 0;
 }
 
+/* A RECORDS payload as an IOL_SEC_ZSTD section if zstd makes it smaller (compress.c);
+   -1 if the write failed, 1 if it was not compressed (the caller writes it plain). */
+static int write_compressed(uint32_t aux, const void *payload, uint64_t len)
+{
+    const void *frame;
+    size_t flen = iol_zstd(payload, (size_t)len, &frame);
+    if (!flen)
+        return 1;
+    static const char zeros[8];
+    size_t pad = (8 - (flen & 7)) & 7;
+    struct iol_zsection zh = {IOL_SEC_RECORDS, (uint32_t)flen, len};
+    struct iol_section s = {IOL_SEC_ZSTD, aux, sizeof zh + flen + pad};
+    if (open_out() < 0)
+        return -1;
+    if (iol_write_all(g.out_fd, &s, sizeof s) < 0 || iol_write_all(g.out_fd, &zh, sizeof zh) < 0 ||
+        iol_write_all(g.out_fd, frame, flen) < 0 || (pad && iol_write_all(g.out_fd, zeros, pad) < 0)) {
+        int err = errno;
+        g.spool_errors++;
+        g.out_failed = 1;
+        syscall(SYS_close, g.out_fd);
+        unlink_out();
+        g.out_fd = -1;
+        say_lost(err);
+        return -1;
+    }
+    return 0;
+}
+
 static void drop(const struct iol_chunk *c)
 {
     g.dropped_records += c->n;
@@ -289,7 +317,11 @@ IOL_HIDDEN void iol_spill_chunk(struct iol_chunk *c)
         drop(c); /* mid-run and told not to write: keep only the summaries */
         return;
     }
-    if (write_section(IOL_SEC_RECORDS, c->tid, c->recs, (uint64_t)n * sizeof(struct iol_record)))
+    uint64_t len = (uint64_t)n * sizeof(struct iol_record);
+    int r = write_compressed(c->tid, c->recs, len);
+    if (r > 0)
+        r = write_section(IOL_SEC_RECORDS, c->tid, c->recs, len);
+    if (r)
         drop(c);
     else
         g.records += n;
