@@ -1,6 +1,6 @@
 """Trace size and tracer cost with zstd-compressed RECORDS sections (format version 5).
 
-    python bench/trace_compression.py [--rounds 5] [--calls 200000] [--dir DIR]
+    python bench/trace_compression.py [--rounds 5] [--calls 200000] [--level 1] [--dir DIR]
 
 Builds the tracer and bench/tracer/micro.c, then for three write patterns - contiguous
 4 KiB pwrite()s (seq4k: every call merges into one record), IOR-like segments of 8
@@ -38,6 +38,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=200_000)
+    ap.add_argument("--level", default="1", help="IOLENS_COMPRESS for the zstd runs, 1-3")
     ap.add_argument(
         "--dir",
         type=Path,
@@ -58,7 +59,7 @@ def main() -> None:
                     spool = tmp / f"spool-{mode}-{s}-{r}"
                     env = env_for(lib if s is not None else None, spool)
                     if s is not None:
-                        env["IOLENS_COMPRESS"] = s
+                        env["IOLENS_COMPRESS"] = s if s == "0" else args.level
                     cmd = [str(micro), mode, str(work), str(args.calls)]
                     ns[s].append(run_kv(cmd, env)["ns_per_op"])
                     if s is not None:
@@ -84,8 +85,8 @@ def main() -> None:
             p.unlink()
         work.rmdir()
     print(
-        f"# trace compression ({args.rounds} rounds, medians of one pass each; "
-        f"I/O on {args.dir})\n"
+        f"# trace compression, zstd level {args.level} ({args.rounds} rounds, medians of "
+        f"one pass each; I/O on {args.dir})\n"
     )
     head = ["pattern", "calls", "B/call plain", "B/call zstd", "ratio", "untraced ns"]
     head += ["traced ns, off", "traced ns, zstd", "added"]

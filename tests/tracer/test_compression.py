@@ -43,7 +43,8 @@ def pair(tracer_lib, workload, tmp_path_factory):
     """The same scatter workload traced compressed (default) and with IOLENS_COMPRESS=0."""
     tmp = tmp_path_factory.mktemp("zstd")
     on = run(workload, "scatter", tmp, n=N, lib=tracer_lib, tag="on")
-    off = run(workload, "scatter", tmp, n=N, lib=tracer_lib, tag="off", env={"IOLENS_COMPRESS": "0"})
+    plain = {"IOLENS_COMPRESS": "0"}
+    off = run(workload, "scatter", tmp, n=N, lib=tracer_lib, tag="off", env=plain)
     assert on.rc == 0 and off.rc == 0, on.stderr + off.stderr
     (f_on,) = on.spool.glob("*.iolens")
     (f_off,) = off.spool.glob("*.iolens")
@@ -79,7 +80,7 @@ def test_compressed_file_is_smaller(pair):
 def test_corrupt_frame_names_the_file(pair, tmp_path):
     _, _, f_on, _ = pair
     data = bytearray(f_on.read_bytes())
-    kind, at, length = next(s for s in sections(f_on) if s[0] == fmt.SEC_ZSTD)
+    _, at, length = next(s for s in sections(f_on) if s[0] == fmt.SEC_ZSTD)
     body = at + fmt.SECTION.itemsize + fmt.ZSECTION.itemsize
     mid = body + length // 2
     data[mid : mid + 16] = bytes(16)  # zero 16 bytes inside the frame
