@@ -103,3 +103,15 @@ def test_wrong_length_in_head_is_caught(pair, tmp_path):
     bad.write_bytes(bytes(data))
     with pytest.raises(InputError, match=r"short.iolens: compressed section at byte \d+"):
         decode(bad)
+
+
+def test_compressed_section_in_an_older_version_is_refused(pair, tmp_path):
+    """A compressed section exists only from format version 5: in a file that says 4 it
+    is damage, not something to decompress."""
+    _, _, f_on, _ = pair
+    data = bytearray(f_on.read_bytes())
+    struct.pack_into("<I", data, 8, 4)
+    bad = tmp_path / "old.iolens"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(InputError, match=r"old.iolens: compressed section in a version-4 file"):
+        decode(bad)
