@@ -208,6 +208,7 @@ void iol_init(void)
         goto out;
     iol_layout_init();
     iol_ra_init();
+    iol_mh_init();
 
     g.base_ticks = iol_now();
     g.base_mono_ns = iol_mono_ns();
