@@ -9,6 +9,7 @@ Skips without an MPI compiler and launcher (Debian: openmpi-bin libopenmpi-dev).
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -61,9 +62,9 @@ def run(exe: Path, lib: Path, tmp: Path, **knobs: str) -> tuple[dict, dict, str]
         tag, key, value = line.split()
         if value != "-":
             seen.setdefault(tag, {})[key] = value
-    for name in ("null", "own"):  # the data is intact: each rank's 4096 bytes
+    for name, times in (("null", 2), ("own", 1)):  # the data is intact
         data = (out / f"{name}.dat").read_bytes()
-        assert data == b"a" * 4096 + b"b" * 4096
+        assert data == (b"a" * 4096 + b"b" * 4096) * times
     traced = {}
     for t in decode_dir(spool):
         if t.exe.endswith("mpi_hints_open") and t.rank == 0:
@@ -117,3 +118,58 @@ def test_off_by_default_and_all_malformed_is_off(exe, tracer_lib, tmp_path):
         seen, traced, _ = run(exe, tracer_lib, sub, **knobs)
         assert seen == {"own": {"cb_buffer_size": "1048576"}}
         assert traced == {"own": {"cb_buffer_size": "1048576"}}
+
+
+# Hint sets the learning runs are launched with (None: no IOLENS_MPI_HINTS), oldest first.
+PLAN = [None, "romio_cb_write=disable", "cb_buffer_size=4194304;cb_nodes=1"] * 2
+
+
+@needs_mpi
+def test_advise_learns_the_traced_hint_sets(exe, tracer_lib, tmp_path):
+    """Real traced runs with different injected hints -> store -> `advise`: each run is
+    filed under the hint set it was launched with, and the advice is the set whose runs
+    had the best median bandwidth (recomputed here from job_summaries)."""
+    import statistics
+
+    from iolens.analyze.advise import NO_HINTS, advise
+    from iolens.analyze.pipeline import analyze_jobs
+    from iolens.ingest.load import load
+    from iolens.store import DuckDBStore
+    from iolens.tracefile import batch_of, decode_dir
+
+    expected: dict[str, list[str]] = {}
+    with DuckDBStore(tmp_path / "db.duckdb") as store:
+        for i, hints in enumerate(PLAN):
+            sub = tmp_path / f"run{i}"
+            sub.mkdir()
+            knobs = {"IOLENS_JOB_ID": f"run{i}"} | ({"IOLENS_MPI_HINTS": hints} if hints else {})
+            run(exe, tracer_lib, sub, **knobs)
+            for t in decode_dir(sub / "spool"):
+                if t.exe.endswith("mpi_hints_open"):
+                    load(store, batch_of(t))
+            expected.setdefault(hints or NO_HINTS, []).append(f"run{i}")
+        stored = store.query("SELECT DISTINCT job_id, hints FROM mpi_hints").to_pylist()
+        assert {r["hints"] for r in stored if r["job_id"] == "run1"} == {
+            "cb_buffer_size=1048576;romio_cb_write=disable",  # own.dat: the app's value won
+            "romio_cb_write=disable",
+        }
+        analyze_jobs(store)
+        bw = {
+            r["job_id"]: r["bw"]
+            for r in store.query(
+                "SELECT job_id, (read_bytes + write_bytes) / io_time_s AS bw FROM job_summaries"
+            ).to_pylist()
+        }
+        rep = advise(store, "mpi_hints_open")
+    judged = rep["settings"]["mpi_hints"]
+    assert {s["setting"]: sorted(s["jobs"]) for s in judged["settings"]} == expected
+    medians = {k: statistics.median(bw[j] for j in jobs) for k, jobs in expected.items()}
+    assert judged["current"] == PLAN[-1]
+    top = max(medians, key=medians.get)
+    if medians[top] > medians[PLAN[-1]]:  # a better set than the current one: advised
+        assert judged["best"] == top
+        env = None if top == NO_HINTS else f"IOLENS_MPI_HINTS={shlex.quote(top)}"
+        assert rep["mpi_hints_env"] == env
+    else:
+        assert judged["best"] == PLAN[-1] and judged["confidence"] == "keep"
+        assert rep["mpi_hints_env"] == f"IOLENS_MPI_HINTS={shlex.quote(PLAN[-1])}"

@@ -5,7 +5,8 @@
  *   mpi_hints_open DIR KEY...
  * DIR/null.dat is opened with MPI_INFO_NULL, DIR/own.dat with an info setting
  * cb_buffer_size=1048576 (the application's own hint). Each rank writes 4096 bytes at
- * rank * 4096 collectively to both and closes them. Rank 0 prints, for each file and each
+ * rank * 4096 collectively to both (to null.dat a second time at 8192 + rank * 4096, so
+ * that file carries most of the bytes) and closes them. Rank 0 prints, for each file and each
  * KEY, what MPI_File_get_info reports: "null KEY VALUE" (or "null KEY -" when unset).
  */
 #include <mpi.h>
@@ -45,8 +46,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "open %s failed\n", path);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
-        MPI_File_write_at_all(fh, (MPI_Offset)rank * 4096, buf, 4096, MPI_BYTE,
-                              MPI_STATUS_IGNORE);
+        for (int k = 0; k < (f == 0 ? 2 : 1); k++)
+            MPI_File_write_at_all(fh, (MPI_Offset)(k * 8192 + rank * 4096), buf, 4096,
+                                  MPI_BYTE, MPI_STATUS_IGNORE);
         show(names[f], fh, argc - 2, argv + 2, rank);
         MPI_File_close(&fh);
     }
