@@ -6,12 +6,15 @@ with one extension) is a trial of two settings:
 - **Lustre striping**: stripe count and size of the run's files on Lustre (`files.osts`
   naming Lustre OSTs, `files.stripe_size`, filled from `lfs getstripe`, Darshan's LUSTRE
   module or the simulator); a run's layout is the one carrying most of its bytes;
-- **I/O mode** (`job_summaries.io_mode`: N-N, N-1, N-M, 1-1).
-
-MPI-IO hints are not among them: no source iolens reads records the hints an application
-set. A Darshan log's `h=` metadata is the hints Darshan wrote its own log with
-(`iolens.model.darshan_own`), the same `romio_no_indep_rw=true;cb_nodes=4` in nearly
-every log, so advising it measured nothing but which runs happened to be faster.
+- **I/O mode** (`job_summaries.io_mode`: N-N, N-1, N-M, 1-1);
+- **MPI-IO hints** (SIOX's optimizer): the hints the tracer saw at `MPI_File_open`
+  (`mpi_hints`: what the application passed, or the effective values when the tracer's
+  hint plug-in injected them); a run's hint set is the one of the files carrying most of
+  its MPI-IO bytes, `(none)` for MPI-IO without hints. The kind is learned only for
+  applications with at least one traced run that had hints. The advice comes as the
+  `IOLENS_MPI_HINTS=...` line that makes the tracer inject the best set. A Darshan log's
+  `h=` metadata is not used: it is the hints Darshan wrote its own log with
+  (`iolens.model.darshan_own`), the same in nearly every log.
 
 and its outcome is the bandwidth over its I/O time (`job_summaries`: bytes read + written
 / `io_time_s`, else the zoom-in factor `job_factors.bandwidth`). Per setting the runs,
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -49,7 +53,9 @@ MIN_RUNS_PER_SETTING = 2
 ALPHA = 0.05
 BOOTSTRAP = 2000
 BOOTSTRAP_SEED = 0
-KINDS = ("stripe", "io_mode")
+KINDS = ("stripe", "io_mode", "mpi_hints")
+#: The setting of an MPI-IO run whose files were opened without hints.
+NO_HINTS = "(none)"
 
 
 @dataclass
@@ -63,6 +69,7 @@ class Trial:
     stripe_count: int | None = None
     stripe_size: int | None = None
     io_mode: str | None = None
+    mpi_hints: str | None = None  # "k=v;k=v" (NO_HINTS: MPI-IO without hints; None: no MPI-IO)
     dirs: list[str] = field(default_factory=list)  # directories of the run's files
     mount_points: set[str] = field(default_factory=set)  # from its Darshan logs' tables
 
@@ -72,6 +79,8 @@ class Trial:
                 return None
             size = lfs_size(self.stripe_size) if self.stripe_size else "?"
             return f"-c {self.stripe_count} -S {size}"
+        if kind == "mpi_hints":
+            return self.mpi_hints
         return self.io_mode
 
 
@@ -144,12 +153,29 @@ def trials(store: Store, app: str, user: str | None = None, ext: str | None = No
             FROM named n JOIN files f ON f.path = n.path
             """
         ).to_pylist()
+        hinted = store.query(
+            """
+            WITH io AS (
+              SELECT c.job_id, c.file_id, sum(c.size * c.count)::DOUBLE AS bytes
+              FROM client_io c JOIN _iolens_advise_jobs USING (job_id)
+              WHERE c.layer = 'mpiio' AND c.op IN ('read', 'write') GROUP BY ALL
+            ), h AS (
+              SELECT h.job_id, h.file_id, mode(h.hints) AS hints
+              FROM mpi_hints h JOIN _iolens_advise_jobs USING (job_id) GROUP BY ALL
+            )
+            SELECT io.job_id, f.path, io.bytes, h.hints
+            FROM io JOIN files f USING (file_id)
+            LEFT JOIN h ON h.job_id = io.job_id AND h.file_id = io.file_id
+            ORDER BY io.job_id, f.path
+            """
+        ).to_pylist()
     finally:
         store.unregister("_iolens_advise_jobs")
     for log in logs:
         table = MountTable((m[0], m[1]) for m in json.loads(log["mounts"] or "[]"))
         runs[log["job_id"]].mount_points |= table.points
     _layouts(runs, files, ext)
+    _hint_sets(runs, hinted, ext)
     if ext is not None:  # only runs that touched such files
         with_ext = {r["job_id"] for r in files if (r["path"] or "").endswith(ext)}
         runs = {k: v for k, v in runs.items() if k in with_ext}
@@ -180,6 +206,20 @@ def _layouts(runs: dict[str, Trial], files: list[dict[str, Any]], ext: str | Non
     for job, w in weight.items():
         (count, size), _ = max(w.items(), key=lambda kv: (kv[1], kv[0][0]))
         runs[job].stripe_count, runs[job].stripe_size = count, size
+
+
+def _hint_sets(runs: dict[str, Trial], rows: list[dict[str, Any]], ext: str | None) -> None:
+    """Each run's MPI-IO hint set: the one of the files carrying most MPI-IO bytes. Left
+    unset for every run when no run had hints: nothing to learn from."""
+    if not any(r["hints"] for r in rows):
+        return
+    weight: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for r in rows:
+        if ext is not None and not (r["path"] or "").endswith(ext):
+            continue
+        weight[r["job_id"]][r["hints"] or NO_HINTS] += r["bytes"] or 0.0
+    for job, w in weight.items():
+        runs[job].mpi_hints = max(w.items(), key=lambda kv: (kv[1], kv[0]))[0]
 
 
 # -- judging the settings -----------------------------------------------------------------
@@ -316,7 +356,9 @@ def advise(
     high | low | null), evidence ({p_value, gain_interval}), reason, retry (settings tried
     too rarely that looked better), only_setting_tried, settings: [{setting, runs,
     median_bw, spread, vs_best, jobs, current}]}}, kinds no run recorded are left out)
-    and `lfs_setstripe` (a command line; null when no stripe setting is recommended).
+    `lfs_setstripe` (a command line; null when no stripe setting is recommended) and
+    `mpi_hints_env` (the `IOLENS_MPI_HINTS=...` environment line that makes the tracer
+    inject the best hint set; null when none is recommended or the best is no hints).
     Bandwidths are bytes/s.
     """
     runs = trials(store, app, user, ext)
@@ -349,7 +391,17 @@ def advise(
         "advice": True,
         "settings": settings,
         "lfs_setstripe": setstripe,
+        "mpi_hints_env": hints_env(settings.get("mpi_hints"), ext),
     }
+
+
+def hints_env(judged: dict[str, Any] | None, ext: str | None) -> str | None:
+    """The environment that injects the recommended hint set (quoted for a shell), limited
+    to `*ext` files when advising on one extension; None when there is nothing to inject."""
+    if not judged or judged["best"] in (None, NO_HINTS):
+        return None
+    env = f"IOLENS_MPI_HINTS={shlex.quote(judged['best'])}"
+    return env + (f" IOLENS_MPI_HINTS_MATCH={shlex.quote('*' + ext)}" if ext else "")
 
 
 def _common_dir(runs: list[Trial]) -> str:
@@ -363,4 +415,13 @@ def _common_dir(runs: list[Trial]) -> str:
     return common if common not in roots else "DIR"
 
 
-__all__ = ["MIN_TRIALS", "Trial", "advise", "compare", "lfs_size", "trials"]
+__all__ = [
+    "MIN_TRIALS",
+    "NO_HINTS",
+    "Trial",
+    "advise",
+    "compare",
+    "hints_env",
+    "lfs_size",
+    "trials",
+]

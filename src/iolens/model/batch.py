@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 #: The fields of `Batch` that hold tables (store table names).
 TABLE_FIELDS = (
     "components", "forwarding", "component_aliases", "jobs", "files", "client_io",
-    "server_samples", "metrics",
+    "server_samples", "metrics", "mpi_hints",
 )  # fmt: skip
 
 
@@ -67,6 +67,7 @@ class Batch:
     client_io: pa.Table | Columns | None = None
     server_samples: pa.Table | Columns | None = None
     metrics: pa.Table | Columns | None = None
+    mpi_hints: pa.Table | Columns | None = None
     # One tracer file as written (name, bytes), for the server to decode: the light agent
     # has no decoder (numpy, pyarrow). `ship.wire.decode` replaces it by its tables.
     trace: tuple[str, bytes] | None = None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 #: Bumped whenever a table or column changes; the store migrates older files.
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 TS = pa.timestamp("us")
 
@@ -128,6 +128,20 @@ FILES = pa.schema(
         pa.field("stripe_size", pa.int64()),
         # OST ids the file stripes over, in stripe order (Lustre `lfs getstripe`).
         pa.field("osts", pa.list_(pa.string())),
+    ]
+)
+
+# MPI-IO hints a traced process opened a file with (the tracer's HINTS section): what the
+# application passed, or with IOLENS_MPI_HINTS the effective values the MPI library
+# reported. `hints` is "key=value;key=value", keys sorted; one row per (process, file).
+MPI_HINTS = pa.schema(
+    [
+        pa.field("job_id", pa.string(), nullable=False),
+        pa.field("file_id", pa.int64(), nullable=False),
+        pa.field("node", pa.string()),
+        pa.field("pid", pa.int32()),
+        pa.field("rank", pa.int32()),
+        pa.field("hints", pa.string(), nullable=False),
     ]
 )
 
@@ -504,6 +518,7 @@ TABLES: dict[str, pa.Schema] = {
     "jobs": JOBS,
     "files": FILES,
     "client_io": CLIENT_IO,
+    "mpi_hints": MPI_HINTS,
     "server_samples": SERVER_SAMPLES,
     "metrics": METRICS,
     "findings": FINDINGS,

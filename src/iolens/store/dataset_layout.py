@@ -34,6 +34,7 @@ INGEST_TABLES = (
     "client_io",
     "server_samples",
     "metrics",
+    "mpi_hints",
     "ingested",
 )
 #: Second-pass (inter-node) client records, written by compaction only.

@@ -164,6 +164,15 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE job_phases ADD COLUMN busy_s DOUBLE;
         """,
     ),
+    (
+        # issue 23: the MPI-IO hints traced at MPI_File_open, learned by `advise`
+        12,
+        """
+        CREATE TABLE mpi_hints (
+            job_id VARCHAR NOT NULL, file_id BIGINT NOT NULL, node VARCHAR, pid INTEGER,
+            rank INTEGER, hints VARCHAR NOT NULL);
+        """,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

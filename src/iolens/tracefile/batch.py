@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from iolens.model.batch import Batch
-from iolens.model.schema import JOBS
+from iolens.model.schema import JOBS, MPI_HINTS
 from iolens.tracefile.trace import TraceFile, display
 
 
@@ -59,6 +59,7 @@ def batch_of(
         jobs=pa.Table.from_pylist([row], schema=JOBS),
         files=_with_layouts(trace.files, layouts) if layouts else trace.files,
         client_io=client,
+        mpi_hints=_hints_table(trace, job),
     )
     if not trusted:
         batch.extra["trace_owner"] = user
@@ -100,3 +101,29 @@ def reassign(batch: Batch, job: str) -> None:
     """Move a trace batch to job `job` (its file claimed a job that is not its owner's)."""
     batch.client_io = _with_job(batch.client_io, job)
     batch.jobs = _with_job(batch.jobs, job)
+
+
+def hints_text(hints: dict[str, str]) -> str:
+    """`{key: value}` as the store keeps it: "key=value;key=value", keys sorted, so one set
+    of hints is one string whatever order the application set them in."""
+    return ";".join(f"{k}={v}" for k, v in sorted(hints.items()))
+
+
+def _hints_table(trace: TraceFile, job: str) -> pa.Table | None:
+    """The MPI-IO hints of the trace's files (`mpi_hints` rows), None when it has none."""
+    if not trace.hints:
+        return None
+    ids = dict(
+        zip(
+            trace.files.column("path").to_pylist(),
+            trace.files.column("file_id").to_pylist(),
+            strict=True,
+        )
+    )
+    rows = [
+        {"job_id": job, "file_id": ids[path], "node": trace.host, "pid": trace.pid,
+         "rank": trace.rank, "hints": hints_text(h)}
+        for path, h in trace.hints.items()
+        if path in ids and h
+    ]  # fmt: skip
+    return pa.Table.from_pylist(rows, schema=MPI_HINTS) if rows else None

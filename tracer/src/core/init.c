@@ -209,6 +209,7 @@ void iol_init(void)
     iol_layout_init();
     iol_ra_init();
     iol_zstd_init();
+    iol_mh_init();
 
     g.base_ticks = iol_now();
     g.base_mono_ns = iol_mono_ns();

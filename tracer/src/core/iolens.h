@@ -211,6 +211,7 @@ IOL_HIDDEN const void *iol_mpiio_hints(uint64_t *len);
 
 /* modules/readahead.c: read IOLENS_READAHEAD* and set the plug-in up (after the fd table) */
 IOL_HIDDEN void iol_ra_init(void);
+IOL_HIDDEN void iol_mh_init(void); /* modules/mpi_hints.c */
 
 /* ---- clock ----------------------------------------------------------------------- */
 

@@ -20,7 +20,8 @@
  * that another tool's MPI_ wrappers never see the tracer's own calls.
  *
  * What is recorded (successful calls only):
- *   open (+ the MPI_Info hints passed, written in the HINTS section), close, sync (fsync),
+ *   open (+ the MPI_Info hints passed, written in the HINTS section; with hints injected by
+ *   mpi_hints.c, the effective value of each hint asked for), close, sync (fsync),
  *   set_view (seek, at the view's displacement), delete (unlink);
  *   read/write in every form: blocking, nonblocking (i*, at issue time, as Darshan does),
  *   collective (_all), explicit offset (_at), split collective (_begin .. _end, one record
@@ -30,6 +31,7 @@
  * offsets are absolute byte offsets of the first byte (MPI_File_get_byte_offset).
  */
 #include "../core/iolens.h"
+#include "mpi_hints.h"
 
 #include <dlfcn.h>
 #include <string.h>
@@ -189,7 +191,7 @@ static uint32_t hints_used;  /* published with release: the output reads only wh
 static int hints_pid;        /* the process that recorded them (a fork child has none) */
 static pthread_mutex_t hints_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int info_is_null(mpi_h info)
+int iol_mpi_info_is_null(mpi_h info)
 {
     static uintptr_t ompi_null;
     static int looked;
@@ -217,26 +219,29 @@ static size_t put(char *dst, size_t at, size_t cap, const char *s)
     return at;
 }
 
-/* Record `info`'s key=value pairs for `file` (called after a successful open). */
-static void save_hints(uint32_t file, mpi_h info)
+/* Record, for `file`, each key of `keys` with its value in `values` (keys without a value
+   there are left out). Called after a successful open: keys = values = the application's
+   info, or keys = the info the hint plug-in opened with, values = the file's effective
+   hints (PMPI_File_get_info), so that a hint the library refused does not appear. */
+static void save_hints(uint32_t file, mpi_h keys, mpi_h values)
 {
     HELPER(int, nkeys_of, "PMPI_Info_get_nkeys", (mpi_h, int *));
     HELPER(int, nthkey, "PMPI_Info_get_nthkey", (mpi_h, int, char *));
     HELPER(int, get, "PMPI_Info_get", (mpi_h, const char *, int, char *, int *));
     int nkeys = 0;
-    if (info_is_null(info) || !nkeys_of || !nthkey || !get)
+    if (iol_mpi_info_is_null(keys) || !nkeys_of || !nthkey || !get)
         return;
-    if (nkeys_of(info, &nkeys) != MPI_OK || nkeys <= 0)
+    if (nkeys_of(keys, &nkeys) != MPI_OK || nkeys <= 0)
         return;
     char text[HINTS_PER_FILE];
     size_t n = 0;
     for (int i = 0; i < nkeys; i++) {
         char key[256] = "", value[1025] = "";
         int flag = 0;
-        if (nthkey(info, i, key) != MPI_OK)
+        if (nthkey(keys, i, key) != MPI_OK)
             continue;
         key[sizeof key - 1] = '\0';
-        if (get(info, key, (int)sizeof value - 1, value, &flag) != MPI_OK || !flag)
+        if (get(values, key, (int)sizeof value - 1, value, &flag) != MPI_OK || !flag)
             continue;
         value[sizeof value - 1] = '\0';
         n = put(text, n, sizeof text, key);
@@ -262,6 +267,18 @@ static void save_hints(uint32_t file, mpi_h info)
         __atomic_store_n(&hints_used, used + (uint32_t)(sizeof e + padded), __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&hints_lock);
+}
+
+/* The hints an open with injected hints ended up with: the file's effective values. */
+static void save_used_hints(uint32_t file, mpi_h fh, mpi_h asked)
+{
+    HELPER(int, get_info, "PMPI_File_get_info", (mpi_h, mpi_h *));
+    HELPER(int, info_free, "PMPI_Info_free", (mpi_h *));
+    mpi_h used = 0;
+    if (!get_info || !info_free || get_info(fh, &used) != MPI_OK)
+        return;
+    save_hints(file, asked, used);
+    info_free(&used);
 }
 
 const void *iol_mpiio_hints(uint64_t *len)
@@ -310,15 +327,26 @@ IOL_EXPORT int MPI_File_open(mpi_h comm, const char *name, int amode, mpi_h info
     BEGIN(MPI_File_open);
     if (SKIP())
         return real_MPI_File_open(comm, name, amode, info, fh);
-    CALL(rc, real_MPI_File_open(comm, name, amode, info, fh));
+    mpi_h made = 0, use = info;
+    if (UNLIKELY(iol_mh_on)) {
+        int saved = iol_guard;
+        iol_guard = 1;
+        use = iol_mh_info(name ? strip_prefix(name) : NULL, info, &made);
+        iol_guard = saved;
+    }
+    CALL(rc, real_MPI_File_open(comm, name, amode, use, fh));
     if (rc == MPI_OK && fh && name) {
         uint32_t file = iol_file_of_path(strip_prefix(name));
         fh_put(*fh, file);
         if (file) {
             iol_record(IOL_OP_OPEN, IOL_LAYER_MPIIO, file, -1, 0, t0, t1);
-            save_hints(file, info);
+            if (made)
+                save_used_hints(file, *fh, made);
+            else
+                save_hints(file, info, info);
         }
     }
+    iol_mh_free(&made);
     RETURN(rc);
 }
 

@@ -1,4 +1,4 @@
-"""`iolens advise APP`: the Lustre striping and I/O mode that served APP best."""
+"""`iolens advise APP`: the Lustre striping, I/O mode and MPI-IO hints that served APP best."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from iolens.present.cli.app import DbOption, JsonOption, ensure_analyzed, open_d
 if TYPE_CHECKING:
     from iolens.store.base import Store
 
-TITLES = {"stripe": "Lustre striping", "io_mode": "I/O mode"}
+TITLES = {"stripe": "Lustre striping", "io_mode": "I/O mode", "mpi_hints": "MPI-IO hints"}
 
 
 def advise(
@@ -25,9 +25,10 @@ def advise(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Best known Lustre striping and I/O mode for an application.
+    """Best known Lustre striping, I/O mode and MPI-IO hints for an application.
 
-    Learned from its past runs (at least 5), with an lfs setstripe line."""
+    Learned from its past runs (at least 5), with an lfs setstripe line and the
+    IOLENS_MPI_HINTS line that makes the tracer inject the best hints."""
     from iolens.analyze.advise import advise as learn
 
     if ext is not None and not ext.startswith("."):
@@ -53,6 +54,9 @@ def advise(
     if rep["lfs_setstripe"]:
         out.print("[bold]Striping[/] (before the files are created):")
         out.print(rep["lfs_setstripe"], highlight=False, markup=False)
+    if rep["mpi_hints_env"]:
+        out.print("[bold]MPI-IO hints[/] (in the job's environment, with the tracer preloaded):")
+        out.print(rep["mpi_hints_env"], highlight=False, markup=False)
 
 
 def _known(store: Store, app: str, user: str | None) -> None:
