@@ -42,14 +42,14 @@ typedef unsigned long long hsize; /* hsize_t */
    another is not counted twice. */
 static IOL_TLS int hdf5_depth;
 
-static void *resolve(const char *name, const void *self)
+static void *resolve(const char *name)
 {
-    return iol_local_sym(name, "hdf5", self);
+    return iol_local_sym(name, "hdf5");
 }
 
 #define BEGIN(name)                                                                     \
     if (UNLIKELY(!__atomic_load_n(&real_##name, __ATOMIC_RELAXED)))                     \
-        __atomic_store_n(&real_##name, (__typeof__(real_##name))resolve(#name, (void *)name), \
+        __atomic_store_n(&real_##name, (__typeof__(real_##name))resolve(#name),        \
                          __ATOMIC_RELAXED);                                             \
     if (UNLIKELY(!real_##name))                                                         \
         return H5_FAIL;
@@ -76,7 +76,7 @@ static void *resolve(const char *name, const void *self)
 #define HELPER(ret, var, name, params)                                                  \
     static ret(*var) params;                                                            \
     if (UNLIKELY(!var))                                                                 \
-        var = (ret(*) params)resolve(name, NULL)
+        var = (ret(*) params)resolve(name)
 
 /* The file an HDF5 object (file, dataset, group) lives in, by the name it was opened
    with; 0 if unknown. Relative names resolve against the current directory. */

@@ -35,10 +35,10 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-void *iol_local_sym(const char *name, const char *lib_part, const void *self)
+void *iol_local_sym(const char *name, const char *lib_part)
 {
     void *p = iol_dlsym(name);
-    if (p && p != self)
+    if (p)
         return p;
     int saved = iol_guard;
     iol_guard = 1; /* the loader's own file accesses are not the application's I/O */
@@ -54,7 +54,7 @@ void *iol_local_sym(const char *name, const char *lib_part, const void *self)
         if (!h)
             continue;
         void *q = dlsym(h, name);
-        if (q && q != self)
+        if (q)
             p = q;
         dlclose(h); /* RTLD_NOLOAD took a reference: give it back */
     }

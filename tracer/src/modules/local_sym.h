@@ -14,9 +14,9 @@
 #include <stddef.h>
 
 /* The next definition of `name`: RTLD_NEXT first, then any loaded object whose path
-   contains `lib_part` (never the tracer's own wrapper `self`); NULL if none is loaded. */
+   contains `lib_part` (looked up in that object's own scope, where the tracer, preloaded
+   but no dependency of it, never is); NULL if none is loaded. */
 __attribute__((visibility("hidden"))) void *iol_local_sym(const char *name,
-                                                          const char *lib_part,
-                                                          const void *self);
+                                                          const char *lib_part);
 
 #endif
