@@ -261,9 +261,9 @@ def of_calls(
     out, see `system_files`).
 
     `op` is 0 read, 1 write, 2 metadata (anything else is ignored); `layer` the record's
-    layer name ("mpiio" for MPI-IO calls, "hdf5", "pnetcdf"); `dur_s` the summed duration of the record's
-    calls and [t0, t1] the span from its first call's start to its last call's end.
-    Each process is a group of its own: processes whose I/O overlaps in time run
+    layer name ("mpiio" for MPI-IO calls, "hdf5", "pnetcdf"); `dur_s` the summed duration
+    of the record's calls and [t0, t1] the span from its first call's start to its last
+    call's end. Each process is a group of its own: processes whose I/O overlaps in time run
     together and the slowest counts; processes one after the other add up.
     """
     skip = np.fromiter(STREAM_IDS | set(skip_files), np.int64)

@@ -118,8 +118,7 @@ FROM client_io c JOIN _iolens_chunk USING (job_id) {_COUNTED_JOIN}
 ORDER BY c.job_id
 """
 _HAS_UPPER_SQL = (
-    "SELECT 1 FROM client_io JOIN _iolens_chunk USING (job_id) "
-    f"WHERE layer IN {_UPPER_SQL} LIMIT 1"
+    f"SELECT 1 FROM client_io JOIN _iolens_chunk USING (job_id) WHERE layer IN {_UPPER_SQL} LIMIT 1"
 )
 # The same without MPI-IO/HDF5/PnetCDF records in the chunk: every record counts.
 _FLAT_RECORDS_SQL = f"""
@@ -548,8 +547,8 @@ def _app_spans(rec: dict[str, np.ndarray]) -> tuple[tuple[float, float], tuple[i
 
     Seconds run from the first op's start to the last op's end, at the outermost layer:
     the HDF5/PnetCDF calls, else the MPI-IO calls, when the job made them (they enclose the
-    calls they cause below, and are what the program times), else the counted records. Data files are those the
-    I/O mode looks at (MINOR_FILE_SHARE of the busiest file's bytes or more), so a log
+    calls they cause below, and are what the program times), else the counted records.
+    Data files are those the I/O mode looks at (MINOR_FILE_SHARE of the busiest file's bytes or more), so a log
     line or a config read at another time does not stretch the span. Bytes are those of
     the same calls (at an upper layer: what the program asked for).
     """
