@@ -549,8 +549,8 @@ def _app_spans(rec: dict[str, np.ndarray]) -> tuple[tuple[float, float], tuple[i
     the HDF5/PnetCDF calls, else the MPI-IO calls, when the job made them (they enclose the
     calls they cause below, and are what the program times), else the counted records.
     Data files are those the I/O mode looks at (MINOR_FILE_SHARE of the busiest file's
-    bytes or more), so a log line or a config read at another time does not stretch the span. Bytes are those of
-    the same calls (at an upper layer: what the program asked for).
+    bytes or more), so a log line or a config read at another time does not stretch the
+    span. Bytes are those of the same calls (at an upper layer: what the program asked for).
     """
     spans, nbytes = [], []
     data = rec["op"] <= 1
