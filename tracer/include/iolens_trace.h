@@ -37,8 +37,8 @@
  * Version 4 added periodic interim files (IOL_F_INTERIM) and the header's `interval`
  * (8 more bytes); a process's files hold disjoint records, each file's summaries and
  * counters are cumulative (the last file's cover the whole process).
- * Version 5 added compressed sections (IOL_SEC_ZSTD); a version-4 file is a version-5
- * file without them.
+ * Version 5 added compressed sections (IOL_SEC_ZSTD) and the HDF5 and PnetCDF layers
+ * (enum iol_layer 3 and 4); a version-4 file is a version-5 file without them.
  */
 #ifndef IOLENS_TRACE_H
 #define IOLENS_TRACE_H
@@ -69,7 +69,14 @@ enum iol_op {
 
 /* I/O layers; names match tracefile/format.py LAYER_NAMES. MPI-IO records sit above the
    POSIX records the MPI library issues for them (both are kept, as Darshan does). */
-enum iol_layer { IOL_LAYER_POSIX = 0, IOL_LAYER_STDIO = 1, IOL_LAYER_MPIIO = 2, IOL_NLAYERS };
+enum iol_layer {
+    IOL_LAYER_POSIX = 0,
+    IOL_LAYER_STDIO = 1,
+    IOL_LAYER_MPIIO = 2,
+    IOL_LAYER_HDF5 = 3,    /* above MPI-IO and POSIX, like MPI-IO above POSIX */
+    IOL_LAYER_PNETCDF = 4, /* above MPI-IO */
+    IOL_NLAYERS
+};
 
 enum iol_section_type {
     IOL_SEC_RECORDS = 1,

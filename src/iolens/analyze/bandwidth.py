@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from iolens.model.ids import file_id as _file_id
+from iolens.model.schema import LAYER_LEVELS, UPPER_LAYERS
 
 if TYPE_CHECKING:
     from iolens.model.darshan import DarshanJob
@@ -260,9 +261,9 @@ def of_calls(
     out, see `system_files`).
 
     `op` is 0 read, 1 write, 2 metadata (anything else is ignored); `layer` the record's
-    layer name ("mpiio" for MPI-IO calls); `dur_s` the summed duration of the record's
-    calls and [t0, t1] the span from its first call's start to its last call's end.
-    Each process is a group of its own: processes whose I/O overlaps in time run
+    layer name ("mpiio" for MPI-IO calls, "hdf5", "pnetcdf"); `dur_s` the summed duration
+    of the record's calls and [t0, t1] the span from its first call's start to its last
+    call's end. Each process is a group of its own: processes whose I/O overlaps in time run
     together and the slowest counts; processes one after the other add up.
     """
     skip = np.fromiter(STREAM_IDS | set(skip_files), np.int64)
@@ -270,12 +271,17 @@ def of_calls(
     if not keep.any():
         return Bandwidth(0, 0, 0.0, 0.0, 0.0, "", TRACED)
     # numpy throughout: the report runs this for every job of a day (hundreds)
-    lay = np.where(layer[keep] == "mpiio", OUTER_LAYER, layer[keep]).astype(object)
+    raw = layer[keep]
+    lay = np.where(raw == "mpiio", OUTER_LAYER, raw).astype(object)
     fid, o = file_id[keep], op[keep]
     nb = nbytes[keep].astype(float)
-    outer_files = np.unique(fid[(o <= 1) & (lay == OUTER_LAYER) & (nb > 0)])
-    mpi = lay == OUTER_LAYER
-    sel = np.where(np.isin(fid, outer_files), mpi, ~mpi)
+    # each file at its outermost layer that moved data (HDF5 over MPI-IO over POSIX)
+    level = np.select([raw == n for n in UPPER_LAYERS], [LAYER_LEVELS[n] for n in UPPER_LAYERS], 0)
+    files, fi = np.unique(fid, return_inverse=True)
+    top = np.zeros(len(files), dtype=level.dtype)
+    moved = (o <= 1) & (nb > 0)
+    np.maximum.at(top, fi[moved], level[moved])
+    sel = level == top[fi]
     lay, o, nb = lay[sel], o[sel], nb[sel]
     dur = np.clip(dur_s[keep][sel].astype(float), 0.0, None)
     a = t0[keep][sel].astype(float)

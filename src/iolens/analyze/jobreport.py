@@ -68,9 +68,9 @@ class JobReport:
     history: dict[str, Any] | None = None
     # The scheduler's node list (`nodes` is its length).
     node_list: list[str] = field(default_factory=list)
-    # Client layers as traced (posix, stdio, mpiio): bytes and ops each layer saw. An
-    # MPI-IO call and the POSIX calls it causes describe the same bytes, so the totals
-    # above count each file's data and metadata ops from its lowest traced layer only.
+    # Client layers as traced (posix, stdio, mpiio, hdf5, pnetcdf): bytes and ops each layer saw. An
+    # MPI-IO or HDF5 call and the calls it causes below describe the same bytes, so the
+    # totals above count each file's data and metadata ops from one traced layer only.
     io_layers: dict[str, dict[str, int]] = field(default_factory=dict)
     # The bandwidth figures: definition (stated in every report), layer, bytes, the
     # slowest rank's read, write and I/O times, read_bw, write_bw and bw (both directions

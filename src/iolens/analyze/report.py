@@ -19,7 +19,13 @@ from iolens.analyze.catalog import titles
 from iolens.analyze.iomode import MINOR_FILE_SHARE, classify
 from iolens.analyze.jobreport import JobReport, Series
 from iolens.analyze.timeseries import spread
-from iolens.model.schema import DATA_OPS, MDS_OPS
+from iolens.model.schema import (
+    DATA_OPS,
+    LAYER_LEVELS,
+    MDS_OPS,
+    UPPER_LAYERS,
+    layer_level_sql,
+)
 from iolens.store import queries
 from iolens.store.base import Store
 
@@ -82,7 +88,16 @@ CHUNK_JOBS = 256
 _MDS_OPS_SQL = ", ".join(f"'{o}'" for o in MDS_OPS)
 _IO_OPS_SQL = f"'read', 'write', {_MDS_OPS_SQL}"
 #: Client layers in the order of their codes in _RECORDS_SQL (anything else: "other").
-CLIENT_LAYERS = ("posix", "stdio", "mpiio")
+CLIENT_LAYERS = ("posix", "stdio", "mpiio", "hdf5", "pnetcdf")
+_LAYER_CODE_SQL = (
+    "CASE layer "
+    + " ".join(f"WHEN '{n}' THEN {i}" for i, n in enumerate(CLIENT_LAYERS))
+    + f" ELSE {len(CLIENT_LAYERS)} END"
+)
+_UPPER_SQL = "(" + ", ".join(f"'{n}'" for n in UPPER_LAYERS) + ")"
+_LEVEL_SQL = layer_level_sql()
+#: LAYER_LEVELS by layer code (the last entry: "other").
+_LEVEL_OF_CODE = np.array([*(LAYER_LEVELS[n] for n in CLIENT_LAYERS), 0])
 # Seconds inside the record's calls (the tracer's own per-call timing); rows without it
 # (none of iolens's sources leave it out) count their span.
 _DUR_SQL = "coalesce(dur_ns / 1e9, (epoch_us(t_end) - epoch_us(t_start)) / 1e6)"
@@ -95,22 +110,22 @@ WITH {queries.counted_layer_ctes("_iolens_chunk")}
 SELECT c.job_id, c.file_id,
        CASE WHEN op = 'read' THEN 0 WHEN op = 'write' THEN 1
             WHEN op IN ({_MDS_OPS_SQL}) THEN 2 ELSE 3 END AS op,
-       CASE layer WHEN 'posix' THEN 0 WHEN 'stdio' THEN 1 WHEN 'mpiio' THEN 2 ELSE 3 END AS layer,
+       {_LAYER_CODE_SQL} AS layer,
        (size * count)::DOUBLE AS nbytes, count::DOUBLE AS count,
        epoch_us(t_start) / 1e6 AS t0, epoch_us(t_end) / 1e6 AS t1,
        {_COUNTED} AS counted, hash(c.node, c.pid) AS process, {_DUR_SQL} AS dur
 FROM client_io c JOIN _iolens_chunk USING (job_id) {_COUNTED_JOIN}
 ORDER BY c.job_id
 """
-_HAS_MPIIO_SQL = (
-    "SELECT 1 FROM client_io JOIN _iolens_chunk USING (job_id) WHERE layer = 'mpiio' LIMIT 1"
+_HAS_UPPER_SQL = (
+    f"SELECT 1 FROM client_io JOIN _iolens_chunk USING (job_id) WHERE layer IN {_UPPER_SQL} LIMIT 1"
 )
-# The same without MPI-IO records in the chunk: every record counts.
+# The same without MPI-IO/HDF5/PnetCDF records in the chunk: every record counts.
 _FLAT_RECORDS_SQL = f"""
 SELECT job_id, file_id,
        CASE WHEN op = 'read' THEN 0 WHEN op = 'write' THEN 1
             WHEN op IN ({_MDS_OPS_SQL}) THEN 2 ELSE 3 END AS op,
-       CASE layer WHEN 'posix' THEN 0 WHEN 'stdio' THEN 1 WHEN 'mpiio' THEN 2 ELSE 3 END AS layer,
+       {_LAYER_CODE_SQL} AS layer,
        (size * count)::DOUBLE AS nbytes, count::DOUBLE AS count,
        epoch_us(t_start) / 1e6 AS t0, epoch_us(t_end) / 1e6 AS t1, true AS counted,
        hash(node, pid) AS process, {_DUR_SQL} AS dur
@@ -122,20 +137,13 @@ FROM client_io JOIN _iolens_chunk USING (job_id) WHERE op IN ('read', 'write')
 GROUP BY ALL ORDER BY job_id
 """
 # Bytes per (process, data file): all the I/O mode and the busiest files need. Who shares
-# a file is the application's view: a file's MPI-IO records when it has any (collective
-# buffering leaves the POSIX I/O to a few aggregators), else its POSIX/STDIO records.
-_PAIRS_SQL = """
-WITH u AS (
-  SELECT DISTINCT job_id, file_id FROM client_io JOIN _iolens_chunk USING (job_id)
-  WHERE layer = 'mpiio' AND op IN ('read', 'write')),
-d AS (
-  SELECT job_id, node, pid, file_id, size * count AS b
-  FROM client_io JOIN _iolens_chunk USING (job_id)
-  WHERE op IN ('read', 'write') AND layer = 'mpiio'
-  UNION ALL
-  SELECT job_id, node, pid, file_id, size * count AS b
-  FROM client_io JOIN _iolens_chunk USING (job_id) ANTI JOIN u USING (job_id, file_id)
-  WHERE op IN ('read', 'write') AND layer <> 'mpiio')
+# a file is the application's view: the records of a file's outermost layer (HDF5 over
+# MPI-IO over POSIX; collective buffering leaves the POSIX I/O to a few aggregators).
+_PAIRS_SQL = f"""
+WITH d AS (
+  SELECT job_id, node, pid, file_id, size * count AS b, {_LEVEL_SQL} AS lv
+  FROM client_io JOIN _iolens_chunk USING (job_id) WHERE op IN ('read', 'write')
+  QUALIFY lv = max(lv) OVER (PARTITION BY job_id, file_id))
 SELECT job_id, hash(node, pid) AS process, file_id, sum(b)::DOUBLE AS nbytes
 FROM d GROUP BY ALL ORDER BY job_id
 """
@@ -254,8 +262,8 @@ def build_many(
         chunk = known[i : i + CHUNK_JOBS]
         store.register("_iolens_chunk", pa.table({"job_id": pa.array(chunk, pa.string())}))
         try:
-            # Most jobs never call MPI-IO: skip the layer bookkeeping for them.
-            layered = store.query(_HAS_MPIIO_SQL).num_rows > 0
+            # Most jobs never call MPI-IO or HDF5: skip the layer bookkeeping for them.
+            layered = store.query(_HAS_UPPER_SQL).num_rows > 0
             rec, rec_at = _split(store.query(_RECORDS_SQL if layered else _FLAT_RECORDS_SQL))
             pairs, pair_at = _split(store.query(_PAIRS_SQL if layered else _FLAT_PAIRS_SQL))
             logged = bandwidth.from_store(store, "_iolens_chunk")
@@ -538,11 +546,11 @@ def _app_spans(rec: dict[str, np.ndarray]) -> tuple[tuple[float, float], tuple[i
     """((read, write) seconds, (read, write) bytes) of the job's data files.
 
     Seconds run from the first op's start to the last op's end, at the outermost layer:
-    the MPI-IO calls when the job made them (they enclose the POSIX calls they cause, and
-    are what an MPI program times), else the counted records. Data files are those the
-    I/O mode looks at (MINOR_FILE_SHARE of the busiest file's bytes or more), so a log
-    line or a config read at another time does not stretch the span. Bytes are those of
-    the same calls (at the MPI-IO layer: what the program asked for).
+    the HDF5/PnetCDF calls, else the MPI-IO calls, when the job made them (they enclose the
+    calls they cause below, and are what the program times), else the counted records.
+    Data files are those the I/O mode looks at (MINOR_FILE_SHARE of the busiest file's
+    bytes or more), so a log line or a config read at another time does not stretch the
+    span. Bytes are those of the same calls (at an upper layer: what the program asked for).
     """
     spans, nbytes = [], []
     data = rec["op"] <= 1
@@ -552,10 +560,11 @@ def _app_spans(rec: dict[str, np.ndarray]) -> tuple[tuple[float, float], tuple[i
     per_file = np.bincount(idx, weights=size[data & counted]) if len(files) else np.zeros(0)
     major = files[per_file >= MINOR_FILE_SHARE * per_file.max()] if len(files) else files
     on_data = np.isin(fid, major)
-    upper = rec["layer"] == CLIENT_LAYERS.index("mpiio")
+    level = _LEVEL_OF_CODE[np.minimum(rec["layer"], len(CLIENT_LAYERS))]
     for code in (0, 1):
         m = (rec["op"] == code) & on_data
-        m = m & upper if (m & upper).any() else m & counted
+        top = level[m].max() if m.any() else 0
+        m = m & (level == top) if top > 0 else m & counted
         # the bytes of the calls the span is taken over: an MPI job's MPI-IO bytes, not
         # what its launcher read meanwhile (Open MPI's orted reads pci.ids, 2.7 MB a node)
         nbytes.append(int(size[m].sum()))

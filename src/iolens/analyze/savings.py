@@ -30,6 +30,7 @@ from functools import cached_property
 from typing import Any
 
 from iolens.analyze.jobreport import JobReport
+from iolens.model.schema import layer_level_sql
 from iolens.store.base import Store
 
 #: Request size a small-I/O fix aims at (the recommendation says ">= 1 MiB").
@@ -254,12 +255,18 @@ LARGE_CALL = 2**20
 #: How far back other jobs' calls are looked at for what a byte costs on the system.
 RATE_WINDOW_DAYS = 30
 
-#: The application's own calls: each file's outermost traced layer (MPI-IO over POSIX,
-#: stdio over POSIX), whose requests are the ones a fix makes larger, and whether the
+#: The application's own calls: each file's outermost traced layer (HDF5 over MPI-IO over
+#: POSIX, stdio over POSIX), whose requests are the ones a fix makes larger, and whether the
 #: file is shared (more than one process touched it: a byte costs more there).
-_OUTERMOST = """
+# stdio above POSIX, then the LAYER_LEVELS above both
+_RANK = (
+    "(CASE {c}layer WHEN 'posix' THEN 0 WHEN 'stdio' THEN 1 ELSE 1 + "
+    + layer_level_sql("{c}layer")
+    + " END)"
+)
+_OUTERMOST = f"""
     WITH outer_layer AS (
-        SELECT file_id, max(CASE layer WHEN 'posix' THEN 0 WHEN 'stdio' THEN 1 ELSE 2 END) AS l,
+        SELECT file_id, max({_RANK.format(c="")}) AS l,
                count(DISTINCT (node, pid)) > 1 AS shared
         FROM client_io WHERE job_id = ? AND op IN ('read', 'write') GROUP BY file_id
     ), d AS (
@@ -267,7 +274,7 @@ _OUTERMOST = """
                (c."count" * c.size)::DOUBLE AS nb, c.dur_ns::DOUBLE / 1e9 AS t
         FROM client_io c JOIN outer_layer o USING (file_id)
         WHERE c.job_id = ? AND c.op IN ('read', 'write') AND c.dur_ns IS NOT NULL
-          AND (CASE c.layer WHEN 'posix' THEN 0 WHEN 'stdio' THEN 1 ELSE 2 END) = o.l
+          AND {_RANK.format(c="c.")} = o.l
     )
 """
 #: Sums of the least-squares fit t = a*n + b*nb over records (n calls, nb bytes, t s).

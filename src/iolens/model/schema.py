@@ -145,6 +145,20 @@ MPI_HINTS = pa.schema(
     ]
 )
 
+#: Level of each client I/O layer, lowest 0: an upper layer's calls are carried out by
+#: calls of the layers below, which are recorded too (HDF5 over MPI-IO over POSIX, as
+#: Darshan keeps its H5D, PnetCDF, MPI-IO and POSIX modules), so each I/O counts from one
+#: level only. A layer not listed (None, a future one) is level 0.
+LAYER_LEVELS = {"posix": 0, "stdio": 0, "mpiio": 1, "hdf5": 2, "pnetcdf": 2}
+UPPER_LAYERS = tuple(name for name, level in LAYER_LEVELS.items() if level > 0)
+
+
+def layer_level_sql(column: str = "layer") -> str:
+    """SQL for the level (LAYER_LEVELS) of the layer in `column`."""
+    whens = " ".join(f"WHEN '{n}' THEN {lv}" for n, lv in LAYER_LEVELS.items() if lv)
+    return f"(CASE {column} {whens} ELSE 0 END)"
+
+
 # Client I/O records in the tracer's compressed form (Beacon first-pass compression):
 # `count` ops of `size` bytes each, the k-th at offset + k*stride, between t_start and t_end.
 CLIENT_IO = pa.schema(

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from iolens.errors import NotFound
 from iolens.model.rows import NAMES
+from iolens.model.schema import UPPER_LAYERS, layer_level_sql
 from iolens.store.base import Store
 
 
@@ -36,6 +37,7 @@ def jobs(store: Store, user: str | None = None, limit: int | None = None) -> lis
 
 
 _KIND = "CASE WHEN {c}op IN ('read', 'write') THEN {c}op ELSE 'meta' END"
+_UPPER_SQL = "(" + ", ".join(f"'{n}'" for n in UPPER_LAYERS) + ")"
 
 
 def unanalyzed_jobs(store: Store) -> list[str]:
@@ -108,28 +110,33 @@ def analysis_errors(store: Store, job_id: str) -> list[dict[str, Any]]:
 
 
 def counted_layer_ctes(jobs: str) -> str:
-    """CTEs ending in `upper_counted(job_id, file_id, k)`: which of the jobs' files have
-    their reads (k = 'read'), writes ('write') or metadata ops ('meta') counted at the
-    MPI-IO layer; every other (job, file, kind) is counted at the POSIX/STDIO layer.
+    """CTEs ending in `upper_counted(job_id, file_id, k, lv)`: the jobs' files whose reads
+    (k = 'read'), writes ('write') or metadata ops ('meta') are counted at an upper layer
+    level `lv` (LAYER_LEVELS: 1 MPI-IO, 2 HDF5/PnetCDF); every other (job, file, kind) is
+    counted at level 0, the POSIX/STDIO layer.
 
-    An MPI-IO call and the POSIX calls the MPI library makes for it describe the same I/O,
-    so each (job, file, kind) is counted from one layer only: the lower one, unless the
-    file has no lower records of that kind, or (data) the MPI-IO layer moved more bytes
-    (the library went around the POSIX wrappers, e.g. with POSIX AIO for nonblocking and
-    split-collective calls). `jobs` is a relation with a job_id column.
+    An MPI-IO or HDF5 call and the calls of the layers below it that the library makes for
+    it describe the same I/O, so each (job, file, kind) is counted from one level only:
+    metadata from the lowest level that has any; data from the level that moved the most
+    bytes, the lowest on a tie, so the lower one unless an upper one moved more (the
+    library went around the wrappers below, e.g. with POSIX AIO for nonblocking and
+    split-collective MPI-IO). `jobs` is a relation with a job_id column.
     """
-    kind = _KIND.format(c="")
+    kind = _KIND.format(c="c.")
     return f"""
 u AS (
-  SELECT job_id, file_id, {kind} AS k, sum(size * count) AS b
-  FROM client_io JOIN {jobs} USING (job_id) WHERE layer = 'mpiio' GROUP BY ALL),
-lo AS (
-  SELECT c.job_id, c.file_id, {_KIND.format(c="c.")} AS k, sum(c.size * c.count) AS b
+  SELECT DISTINCT job_id, file_id
+  FROM client_io JOIN {jobs} USING (job_id) WHERE layer IN {_UPPER_SQL}),
+lv AS (
+  SELECT c.job_id, c.file_id, {kind} AS k, {layer_level_sql("c.layer")} AS lv,
+         sum(c.size * c.count) AS b
   FROM client_io c JOIN {jobs} USING (job_id) SEMI JOIN u USING (job_id, file_id)
-  WHERE c.layer <> 'mpiio' GROUP BY ALL),
+  GROUP BY ALL),
 upper_counted AS (
-  SELECT u.job_id, u.file_id, u.k FROM u LEFT JOIN lo USING (job_id, file_id, k)
-  WHERE lo.job_id IS NULL OR (u.k <> 'meta' AND u.b > lo.b))"""
+  SELECT job_id, file_id, k, lv FROM lv
+  QUALIFY row_number() OVER (
+    PARTITION BY job_id, file_id, k
+    ORDER BY CASE WHEN k = 'meta' THEN 0 ELSE -b END, lv) = 1 AND lv > 0)"""
 
 
 def counted_sql(alias: str = "c") -> tuple[str, str]:
@@ -139,7 +146,7 @@ def counted_sql(alias: str = "c") -> tuple[str, str]:
         f"LEFT JOIN upper_counted uc ON uc.job_id = {alias}.job_id "
         f"AND uc.file_id = {alias}.file_id AND uc.k = {_KIND.format(c=alias + '.')}"
     )
-    return join, f"(({alias}.layer = 'mpiio') = (uc.job_id IS NOT NULL))"
+    return join, f"({layer_level_sql(alias + '.layer')} = coalesce(uc.lv, 0))"
 
 
 def client_io(store: Store, job_id: str) -> pa.Table:

@@ -13,8 +13,8 @@ MAGIC = b"IOLTRACE"
 FORMAT_VERSION = 5
 #: Versions this decoder reads: 2 added the MPI-IO layer and the HINTS section, 3 the
 #: Lustre layouts of FILES entries and two header counters, 4 interim files (F_INTERIM)
-#: and the header's `interval`, 5 zstd-compressed sections (SEC_ZSTD); an older file is a
-#: newer one without them.
+#: and the header's `interval`, 5 zstd-compressed sections (SEC_ZSTD) and the HDF5 and
+#: PnetCDF layers; an older file is a newer one without them.
 READABLE_VERSIONS = (1, 2, 3, 4, 5)
 ENDIAN_MARK = 0x01020304
 
@@ -62,7 +62,7 @@ OP_NAMES = (
     "read", "write", "open", "close", "stat", "unlink", "rename", "mkdir", "rmdir",
     "fsync", "seek", "mmap", "dup", "flush",
 )  # fmt: skip
-LAYER_NAMES = ("posix", "stdio", "mpiio")
+LAYER_NAMES = ("posix", "stdio", "mpiio", "hdf5", "pnetcdf")
 HIST_BINS = 10
 #: Lower edges of Darshan's access-size bins, in bytes.
 HIST_EDGES = (0, 100, 1024, 10240, 102400, 1048576, 4194304, 10485760, 104857600, 1073741824)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from iolens.model.schema import UPPER_LAYERS
 from iolens.store.base import Store
 
 WINDOW_S = 60.0  # the "current" bandwidth: the job's newest minute of records
@@ -23,12 +24,13 @@ SLOW_FACTOR = 3.0  # current below baseline / 3: slower than earlier runs
 MIN_BUSY_S = 5.0  # less I/O than this in the window: too little to judge
 HISTORY_RUNS = 10  # newest earlier runs of the same app and scale used as the baseline
 
-_RECORDS = """
+_UPPER = "(" + ", ".join(f"'{n}'" for n in UPPER_LAYERS) + ")"
+_RECORDS = f"""
 SELECT epoch_us(t_start) / 1e6 AS t0, epoch_us(t_end) / 1e6 AS t1,
        CASE WHEN op IN ('read', 'write') THEN size * count ELSE 0 END AS nbytes
 FROM client_io WHERE job_id = ? AND t_end >= ? AND t_start <= ?
-  AND (layer IS NULL OR layer <> 'mpiio' OR NOT EXISTS (
-       SELECT 1 FROM client_io WHERE job_id = ? AND coalesce(layer, '') <> 'mpiio'))
+  AND (layer IS NULL OR layer NOT IN {_UPPER} OR NOT EXISTS (
+       SELECT 1 FROM client_io WHERE job_id = ? AND coalesce(layer, '') NOT IN {_UPPER}))
 """
 
 

@@ -131,6 +131,16 @@ def job_report(rep: dict[str, Any]) -> Group:
             f"{lay['md_ops']:,}",
         )
 
+    # The traced client's I/O interfaces (POSIX, stdio, MPI-IO, HDF5, PnetCDF), each with
+    # its own calls: an HDF5 write and the POSIX writes under it both show.
+    for name, lay in (rep.get("io_layers") or {}).items():
+        layers.add_row(
+            f"  traced {name}",
+            human_bytes(lay["read_bytes"]),
+            human_bytes(lay["write_bytes"]),
+            f"{lay['md_ops']:,}",
+        )
+
     files = Table(title="Busiest files", header_style="bold")
     for col in ("path", "fs", "bytes", "procs", "OSTs"):
         files.add_column(col, justify="left" if col in ("path", "fs", "OSTs") else "right")
