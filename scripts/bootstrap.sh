@@ -3,7 +3,8 @@
 #   bash scripts/bootstrap.sh          server install (pip install '.[server]')
 #   bash scripts/bootstrap.sh --test   editable install with the test tools
 # System packages (python3-venv, a C compiler for the tracer; with --test, chromium for the
-# web UI's browser tests, libhdf5-dev and libpnetcdf-dev for the tracer's layer tests) are installed with apt when missing and we are root or have sudo;
+# web UI's browser tests, libhdf5-dev and libpnetcdf-dev for the tracer's layer tests) are
+# installed with apt when missing and we are root or have sudo;
 # everything else comes from PyPI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
