@@ -45,7 +45,7 @@ def run_job(
     spool = tmp / "spool"
     start = time.time_ns() + int(1.5e9)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("IOLENS_", "LD_PRELOAD"))}
-    env |= {"IOLENS_SPOOL": str(spool), "IOLENS_JOB_ID": "reason-job", "LD_PRELOAD": str(lib)}
+    env |= {"IOLENS_SPOOL": str(spool), "IOLENS_JOB_ID": "reason-job", "TRACER": str(lib)}
     procs, drains, meta = [], [], []
     for node in nodes:
         for k in range(per_node):
@@ -69,7 +69,7 @@ def run_job(
                 "--uts",
                 "sh",
                 "-c",
-                f'hostname {node} && exec "$@"',
+                f'hostname {node} && export LD_PRELOAD="$TRACER" && exec "$@"',
                 "sh",
                 sys.executable,
                 str(HERE / "workload.py"),

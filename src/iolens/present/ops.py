@@ -43,6 +43,7 @@ OPS: dict[str, Op] = {
     "job": Op("user"),
     "report": Op("user", outputs=("html",)),
     "interference": Op("user"),
+    "reason": Op("user", inputs=("site_config",)),
     "compare": Op("user"),
     "findings": Op("user"),
     # every job or component

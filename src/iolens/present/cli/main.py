@@ -28,6 +28,7 @@ from iolens.present.cli import (
     importing,
     jobdiag,
     network,
+    reasoning,
     remote,
     render,
     reporting,
@@ -301,6 +302,7 @@ tracing.import_app.command("darshan")(darshan_import.import_darshan)
 app.command()(serving.serve)
 app.command()(diagnosis.anomalies)
 app.command()(jobdiag.interference)
+app.command()(reasoning.reason)
 app.command()(seff.seff)
 app.command("advise")(advise.advise)
 app.command()(agenting.agent)

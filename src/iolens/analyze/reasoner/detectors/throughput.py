@@ -1,5 +1,7 @@
 """Bytes per second of data activities (read/write) of a size class against the
 process's own recent ones: the lower tail, by `k` robust sigmas and a factor `ratio`.
+The statistics are kept on its inverse, seconds per byte, whose slow tail is the upper
+one (throughput's median minus k sigmas is often below zero, catching nothing).
 
 Latency covers it for fixed sizes; throughput also sees a run of calls whose sizes
 vary within a class. Off unless a site config enables it.
@@ -29,18 +31,18 @@ class Throughput:
         if a.op not in DATA_OPS or a.size <= 0 or a.dur_ns <= 0:
             return None
         key = (a.op, a.size_class)
-        x = a.size * a.count / (a.dur_ns / 1e9)
+        x = (a.dur_ns / 1e9) / (a.size * a.count)  # seconds per byte
         st = self.base.stats(key)
         if st is not None:
             med, sigma = st
-            if x < med - self.k * sigma and x * self.ratio < med:
+            if x > med + self.k * sigma and x > self.ratio * med:
                 return {
                     "detector": self.name,
                     "op": a.op,
                     "size_class": a.size_class,
-                    "mib_s": x / 2**20,
-                    "baseline_mib_s": med / 2**20,
-                    "slowdown": med / x if x > 0 else None,
+                    "mib_s": 1 / x / 2**20,
+                    "baseline_mib_s": 1 / med / 2**20 if med > 0 else None,
+                    "slowdown": x / med if med > 0 else None,
                 }
         self.base.learn(key, x)
         return None
