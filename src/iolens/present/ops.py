@@ -72,7 +72,7 @@ OPS: dict[str, Op] = {
     "user token": Op("admin"),
     "user revoke": Op("admin"),
     "user remove": Op("admin"),
-    "analyze": Op("admin"),
+    "analyze": Op("admin", inputs=("site_config",)),
     "alerts check": Op("admin", inputs=("config",)),
 }
 
