@@ -99,9 +99,14 @@ def test_one_process_of_six_is_process_local(one_slow) -> None:
     # every slow call was caught (merged runs would count more than one call each)
     assert a["calls"] >= SLOW_N - 2
     w = next(x for x in a["what"] if x["op"] == "write")
-    logged = sorted(r["t1"] - r["t0"] for r in slowed.log if r["target"] == "fifo")
-    # the traced call lies inside the workload's own timing of it
-    assert logged[len(logged) // 2] / 2 <= w["per_call_us"] * 1e3 <= logged[-1]
+    logged = [r["t1"] - r["t0"] for r in slowed.log if r["target"] == "fifo"]
+    assert w["per_call_us"] * 1e3 <= max(logged)  # inside the workload's own timing
+    # the anomaly spans the logged slow phase (the tracer's and the log's clocks agree to
+    # well under one slow call; it may open up to gap + 1 calls, 2 ms apart, early)
+    s0, e0 = slow_window(slowed)
+    ms = dt.timedelta(milliseconds=1)
+    assert s0 - 20 * ms <= a["start"] <= s0 + 15 * ms
+    assert e0 - 15 * ms <= a["end"] <= e0 + 5 * ms
     check_ring(a["forwarded"], slowed, pid, 16)
     # no other process had a slow phase: nothing else at that time
     assert not [
