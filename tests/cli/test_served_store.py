@@ -289,6 +289,12 @@ def test_users_see_their_own_jobs_and_admin_work_needs_an_admin(world: World):
     one_error_line(
         cli("job", str(other), "--db", str(world.served), env=carol), f"job {other} is not in"
     )
+    one_error_line(
+        cli("reason", str(other), "--db", str(world.served), env=carol), f"job {other} is not in"
+    )
+    reasoned = cli("reason", str(mine[0]["job_id"]), "--json", "--db", str(world.served), env=carol)
+    assert reasoned.returncode == 0, reasoned.stderr
+    assert json.loads(reasoned.stdout)["job_id"] == str(mine[0]["job_id"])
     own = cli("job", str(mine[0]["job_id"]), "--json", "--db", str(world.served), env=carol)
     assert json.loads(own.stdout)["user"] == "carol"
     one_error_line(

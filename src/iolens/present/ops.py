@@ -43,6 +43,7 @@ OPS: dict[str, Op] = {
     "job": Op("user"),
     "report": Op("user", outputs=("html",)),
     "interference": Op("user"),
+    "reason": Op("user", inputs=("site_config",)),
     "compare": Op("user"),
     "findings": Op("user"),
     # every job or component
@@ -71,7 +72,7 @@ OPS: dict[str, Op] = {
     "user token": Op("admin"),
     "user revoke": Op("admin"),
     "user remove": Op("admin"),
-    "analyze": Op("admin"),
+    "analyze": Op("admin", inputs=("site_config",)),
     "alerts check": Op("admin", inputs=("config",)),
 }
 

@@ -4,6 +4,7 @@ groups and their ingest servers, retention."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -51,6 +52,10 @@ class SiteConfig(_Strict):
     dataset: DatasetSection = Field(default_factory=DatasetSection)
     groups: dict[str, GroupSection] = Field(default_factory=dict)
     retention: RetentionSection = Field(default_factory=RetentionSection)
+    #: plug-in choices, validated where they are used (`iolens.analyze.reasoner.config`,
+    #: `iolens.analyze.plugins`): the store layer does not know the analyses
+    reasoner: dict[str, Any] = Field(default_factory=dict, description="The reasoner's plug-ins")
+    analyze: dict[str, Any] = Field(default_factory=dict, description="Findings to run")
 
     def group_of(self, host: str) -> str | None:
         """The group whose hostlists name `host` (static assignment, as Beacon's groups)."""

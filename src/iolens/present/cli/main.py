@@ -28,6 +28,7 @@ from iolens.present.cli import (
     importing,
     jobdiag,
     network,
+    reasoning,
     remote,
     render,
     reporting,
@@ -209,12 +210,22 @@ def analyze(
     workers: Annotated[int, typer.Option(min=1, help="With --dask-slurm: workers.")] = 4,
     worker_cores: Annotated[int, typer.Option(min=1, help="With --dask-slurm: cores each.")] = 1,
     worker_memory: Annotated[str, typer.Option(help="With --dask-slurm: memory each.")] = "8GiB",
+    site_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--site-config",
+            envvar="IOLENS_SITE_CONFIG",
+            show_envvar=True,
+            help="Site TOML whose [analyze] table picks the findings to run (findings/disable).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Re-run the analyses: job findings, then the component detectors.
 
     This is what `iolens serve` does as jobs end and every hour. `--dask`/`--dask-slurm` run them as
     Dask tasks over a dataset's partitions, with the same results."""
+    from iolens.analyze import plugins
     from iolens.analyze.components import analyze_components
     from iolens.analyze.pipeline import analyze_jobs
     from iolens.present import views
@@ -223,6 +234,12 @@ def analyze(
 
     if since is not None and job_ids:
         raise typer.BadParameter("give job ids or --since, not both", param_hint="'--since'")
+    silenced = plugins.load(site_config).silenced()
+    if silenced and (since is not None or dask or dask_slurm):
+        raise typer.BadParameter(
+            "an [analyze] selection applies to job ids or all jobs, not --since or --dask",
+            param_hint="'--site-config'",
+        )
     if dask or dask_slurm:
         if since is not None:
             raise typer.BadParameter("not with --dask", param_hint="'--since'")
@@ -244,7 +261,7 @@ def analyze(
                 queries.job(store, j)  # unknown ids fail early, by name
             with progress() as bar:
                 task = bar.add_task("analysing jobs", total=len(ids) if ids else None)
-                found = analyze_jobs(store, ids, on_step=job_steps(bar, task))
+                found = analyze_jobs(store, ids, silenced, on_step=job_steps(bar, task))
             analysed = len(ids) if ids else len(queries.jobs(store))
             if not ids:
                 episodes = analyze_components(store)
@@ -301,6 +318,7 @@ tracing.import_app.command("darshan")(darshan_import.import_darshan)
 app.command()(serving.serve)
 app.command()(diagnosis.anomalies)
 app.command()(jobdiag.interference)
+app.command()(reasoning.reason)
 app.command()(seff.seff)
 app.command("advise")(advise.advise)
 app.command()(agenting.agent)

@@ -78,7 +78,7 @@ def user_scope(op: str, who: Principal) -> Any:
             if params.get("user") not in (None, who.name):
                 raise IolensError(f"user {params['user']}'s jobs are not yours to list")
             return {**params, "user": who.name}
-        if op in ("job", "report", "interference"):
+        if op in ("job", "report", "interference", "reason"):
             visible_job(store, who, params["job_id"])
         elif op == "compare":
             if params.get("tag"):
