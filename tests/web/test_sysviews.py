@@ -229,6 +229,17 @@ def test_cli_json_is_the_views(store, web_db, tmp_path):
             assert doc == json.loads(json.dumps(_plain(direct[name])))
     res = run_cli("sysview", "mds-clients", "--db", str(db))
     assert res.returncode == 0 and "login" in res.stdout and "unknown" in res.stdout
+    # each table prints the view's rows: the modes' job counts, the core-hour classes
+    res = run_cli("sysview", "modes", "--db", str(db))
+    assert res.returncode == 0, res.stderr
+    for m in io_mode_mix(store).modes:
+        assert any(ln.split()[:2] == [m.mode, str(m.jobs)] for ln in
+                   res.stdout.replace("│", " ").splitlines()), m.mode  # fmt: skip
+    res = run_cli("sysview", "corehours", "--db", str(db))
+    assert res.returncode == 0 and "(1K,10K]" in res.stdout
+    for name in ("durations", "osts"):
+        res = run_cli("sysview", name, "--db", str(db))
+        assert res.returncode == 0 and "Traceback" not in res.stderr, name
     res = run_cli("sysview", "durations", "--db", str(db), "--since", "yesterday")
     assert res.returncode == 2 and "Traceback" not in res.stderr
 
