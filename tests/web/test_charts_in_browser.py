@@ -9,7 +9,6 @@ axis's tick labels differ from each other."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,13 +20,9 @@ from iolens.present.web import svg
 from iolens.present.web.accounts import add_user
 from iolens.store import DuckDBStore
 from tests.traced import tracer_library
+from tests.web.chromium import NEEDS_CHROMIUM
 
-playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed"),
-]
+pytestmark = NEEDS_CHROMIUM
 
 # Per server-drawn SVG: its legend's colours, the colours its marks are drawn in (cells,
 # bars, dots: fill; lines of parallel coordinates: stroke), and the labels whose rendered
@@ -49,16 +44,6 @@ MEASURE = """() => Array.from(document.querySelectorAll('svg.plot')).map(s => {
   return {label: s.getAttribute('aria-label'), legend: [...new Set(legend)],
           marks: [...new Set(marks)], clipped};
 })"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture
