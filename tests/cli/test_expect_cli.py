@@ -109,3 +109,42 @@ def test_compare_cli(sim_db):
     assert res.returncode == 2 and "at least two" in res.stderr
     res = run_cli("compare", "--tag", "no-such-app", "--db", db)
     assert res.returncode == 2 and "no jobs of application" in res.stderr
+
+
+def test_expect_plot_draws_the_box_the_verdict_used(sim_db, tmp_path):
+    """The plotted job box is IO500's box times job nodes / IO500 nodes, as the verdict's."""
+    if not SAMPLES.is_dir():
+        pytest.skip("shared IO500 submission samples not available")
+    from iolens.analyze.expect.plot import figure
+
+    db = tmp_path / "copy.duckdb"
+    shutil.copy(sim_db.path, db)
+    assert run_cli("import", "io500", str(SAMPLES), "--db", str(db)).returncode == 0
+    system = "cyfronet-helios-lustre-2024-sub708"  # 80 client nodes in its config.ini
+    io500_nodes = 80
+    job_id, nodes = next(
+        (j, t["nnodes"])
+        for j, t in sorted(sim_db.truth["jobs"].items())
+        if 1 < t["nnodes"] < io500_nodes
+    )
+    svg = tmp_path / "job.svg"
+    res = run_cli(
+        "expect", "--db", str(db), "--system", system, "--job", job_id, "--json", "--plot", str(svg)
+    )
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    (group,) = data["boxes"]
+    f = nodes / io500_nodes
+    fig = figure(data)
+    for view in ("aggregate", "write", "read"):
+        want = {k: group[view][k] * f for k in ("bw_lo", "bw_hi", "md_lo", "md_hi")}
+        (rect,) = fig.findobj(lambda a, v=view: a.get_gid() == f"jobbox-{job_id}-{v}")
+        assert rect.get_x() == pytest.approx(want["bw_lo"])
+        assert rect.get_x() + rect.get_width() == pytest.approx(want["bw_hi"])
+        assert rect.get_y() == pytest.approx(want["md_lo"])
+        assert rect.get_y() + rect.get_height() == pytest.approx(want["md_hi"])
+        # the verdict was judged against the same box
+        assert data["job"]["boxes"][view] == pytest.approx(want)
+    text = svg.read_text()
+    assert f'id="jobbox-{job_id}-aggregate"' in text
+    assert f"IO500's x{f:.3g} ({nodes} of {io500_nodes} nodes)" in text

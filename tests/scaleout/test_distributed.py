@@ -122,3 +122,35 @@ def test_slurm_workers_run_this_python(monkeypatch, tmp_path):
         cluster.close()
     assert "#SBATCH -p batch" in script and "#SBATCH -t 01:00:00" in script
     assert "distributed.cli.dask_worker" in script and "--nthreads 2" in script
+
+
+def test_progress_advances_per_job_while_reports_run(dataset, tmp_path, cluster):
+    """`on_step` fires once per job as its report task completes, not all at the end: the
+    first call comes before the last report task stops on its worker (Dask's task stream)."""
+    import time
+
+    root = copy_dataset(dataset, tmp_path / "steps")
+    calls: list[tuple[str, int, int, float]] = []
+    with distributed.Client(cluster) as client, DatasetStore(root) as store:
+        n = store.query("SELECT count(*) AS n FROM jobs").to_pylist()[0]["n"]
+        with distributed.get_task_stream(client) as stream:
+            analyze_distributed(
+                store,
+                client,
+                components=False,
+                chunk_jobs=1,
+                on_step=lambda s, d, t: calls.append((s, d, t, time.time())),
+            )
+    built = [c for c in calls if c[0] == "building reports"]
+    assert [c[1] for c in built] == list(range(1, n + 1)) and {c[2] for c in built} == {n}
+    stops = [
+        max(s["stop"] for s in t["startstops"] if s["action"] == "compute")
+        for t in stream.data
+        if str(t["key"]).startswith("reports_task")
+    ]
+    assert len(stops) == n > 2
+    assert built[0][3] < max(stops)  # the bar moved while reports were still running
+    assert [c[:3] for c in calls if c[0] == "diagnosing jobs"] == [
+        ("diagnosing jobs", 0, 1),
+        ("diagnosing jobs", 1, 1),
+    ]

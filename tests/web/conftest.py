@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,3 +140,17 @@ def server(web_db, tmp_path_factory: pytest.TempPathFactory):
         yield f"http://127.0.0.1:{port}"
     finally:
         stop(proc)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """Headless Debian Chromium (tests/web/chromium.py), one per test module."""
+    from tests.web.chromium import launch
+
+    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    with playwright.sync_playwright() as p:
+        b = launch(p)
+        try:
+            yield b
+        finally:
+            b.close()

@@ -6,19 +6,12 @@ no page may trip it (issue 19). Screenshots go to build/test-artifacts/web/."""
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
-
 import pytest
 
+from tests.web.chromium import NEEDS_CHROMIUM
 from tests.web.conftest import ARTIFACTS
 
-playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed"),
-]
+pytestmark = NEEDS_CHROMIUM
 
 # Every canvas has drawn something (uPlot draws axes and lines into it).
 CANVAS_DRAWN = """() => Array.from(document.querySelectorAll('div.chart canvas')).map(c => {
@@ -30,16 +23,6 @@ SVG_MARKS = """() => Array.from(document.querySelectorAll('div.figure > svg')).m
 
 X_RANGE = """() => { const u = document.querySelector('div.chart').uplot;
   return [u.scales.x.min, u.scales.x.max]; }"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 # Every CSP violation of the page, as the browser reports it (init scripts run outside the CSP).

@@ -9,7 +9,6 @@ axis's tick labels differ from each other."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,13 +20,9 @@ from iolens.present.web import svg
 from iolens.present.web.accounts import add_user
 from iolens.store import DuckDBStore
 from tests.traced import tracer_library
+from tests.web.chromium import NEEDS_CHROMIUM
 
-playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed"),
-]
+pytestmark = NEEDS_CHROMIUM
 
 # Per server-drawn SVG: its legend's colours, the colours its marks are drawn in (cells,
 # bars, dots: fill; lines of parallel coordinates: stroke), and the labels whose rendered
@@ -49,16 +44,6 @@ MEASURE = """() => Array.from(document.querySelectorAll('svg.plot')).map(s => {
   return {label: s.getAttribute('aria-label'), legend: [...new Set(legend)],
           marks: [...new Set(marks)], clipped};
 })"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture
@@ -287,3 +272,54 @@ def test_a_short_job_is_drawn_on_its_own_seconds_with_distinct_ticks(short_job, 
         assert datetime.fromtimestamp(lo, UTC).year == datetime.fromtimestamp(t0, UTC).year
         for ticks in a["ticks"]:
             assert len(set(ticks)) == len(ticks), ticks  # no two ticks read the same
+
+
+# --- the LNet router heatmap on /admin/switches -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def routers_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """Captured Lustre 2.10 LNet stats of two routers and a compute node, imported with
+    `iolens import lustre` (tests/analyze/test_routers.py's captures), served: (url, token)."""
+    from tests.analyze.test_routers import ROUTED, captures
+    from tests.conftest import run_cli
+    from tests.loopback import free_port, start_server, stop
+
+    d = tmp_path_factory.mktemp("routers-served")
+    db = d / "routers.duckdb"
+    for host in ROUTED:
+        res = run_cli("import", "lustre", str(captures(d / "cap", host)), "--db", str(db),
+                      "--host", host)  # fmt: skip
+        assert res.returncode == 0, res.stderr
+    with DuckDBStore(db) as store:
+        token = add_user(store, "root", True)
+    port = free_port()
+    proc = start_server(db, port, d / "server.log", "--analyze-every", "0")
+    try:
+        yield f"http://127.0.0.1:{port}", token
+    finally:
+        stop(proc)
+
+
+def test_router_heatmap_names_its_colours_and_keeps_its_labels(routers_served, page):
+    from iolens.present.web.system_views import ROUTER_LEVELS
+    from tests.analyze.test_routers import ROUTED
+
+    url, token = routers_served
+    page.goto(f"{url}/jobs?token={token}")
+    assert page.goto(f"{url}/admin/switches").status == 200
+    charts = {c["label"]: c for c in _measure(page)}
+    heat = charts["LNet router load per minute"]
+    assert "LNet router traffic" in charts
+    assert _faults(list(charts.values())) == []
+    # the shades drawn are the levels the routed bytes reach against the busiest minute
+    top = max(max(v) for v in ROUTED.values())
+    want = {
+        svg.ramp(next(x for x in ROUTER_LEVELS if b / top <= x + 1e-12))
+        for h, v in ROUTED.items()
+        if sum(v)
+        for b in v
+    }
+    assert set(heat["marks"]) == want and len(want) == len(ROUTER_LEVELS)
+    texts = page.locator('svg.plot[aria-label="LNet router load per minute"] text')
+    assert {"rtr1", "rtr2"} <= set(texts.all_text_contents())

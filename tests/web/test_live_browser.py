@@ -5,20 +5,16 @@ slowdown without the page reloading, under the server's Content-Security-Policy.
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 
 from tests.loopback import free_port, start_server, stop
 from tests.present.test_live import history_store, ship
+from tests.web.chromium import NEEDS_CHROMIUM, launch
 
 playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 expect = playwright.expect
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed"),
-]
+pytestmark = NEEDS_CHROMIUM
 
 RECORD_CSP = """window.__csp = [];
 document.addEventListener('securitypolicyviolation',
@@ -36,7 +32,7 @@ def test_the_now_section_updates_in_place_and_shows_the_slowdown(tmp_path):
         for k in range(5):  # the first half of the five normal minutes
             ship(base, "run1", k)
         with playwright.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            browser = launch(p)
             try:
                 ctx = browser.new_context()
                 ctx.set_default_timeout(60_000)

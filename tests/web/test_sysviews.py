@@ -229,6 +229,17 @@ def test_cli_json_is_the_views(store, web_db, tmp_path):
             assert doc == json.loads(json.dumps(_plain(direct[name])))
     res = run_cli("sysview", "mds-clients", "--db", str(db))
     assert res.returncode == 0 and "login" in res.stdout and "unknown" in res.stdout
+    # each table prints the view's rows: the modes' job counts, the core-hour classes
+    res = run_cli("sysview", "modes", "--db", str(db))
+    assert res.returncode == 0, res.stderr
+    for m in io_mode_mix(store).modes:
+        assert any(ln.split()[:2] == [m.mode, str(m.jobs)] for ln in
+                   res.stdout.replace("│", " ").splitlines()), m.mode  # fmt: skip
+    res = run_cli("sysview", "corehours", "--db", str(db))
+    assert res.returncode == 0 and "(1K,10K]" in res.stdout
+    for name in ("durations", "osts"):
+        res = run_cli("sysview", name, "--db", str(db))
+        assert res.returncode == 0 and "Traceback" not in res.stderr, name
     res = run_cli("sysview", "durations", "--db", str(db), "--since", "yesterday")
     assert res.returncode == 2 and "Traceback" not in res.stderr
 
@@ -277,3 +288,34 @@ def test_query_times_with_and_without_the_cache(server, web_db):
     assert after["cached"]["n"] - before["cached"]["n"] >= 5
     assert after["computed"]["max_s"] > after["cached"]["p50_s"]
     assert after["cached"]["seconds"] == sorted(after["cached"]["seconds"])
+
+
+def test_min_bytes_over_http(server, web_db, sim_db):
+    """`min_bytes` on the API and the page leaves out the jobs the workload says moved less."""
+    truth = sim_db.truth["jobs"].values()
+    totals = sorted(t["read_bytes"] + t["write_bytes"] for t in truth)
+    # a threshold in a gap between two jobs' totals, near the median, clear of rounding
+    i = next(
+        k for k in range(len(totals) // 2, len(totals) - 1) if totals[k + 1] > 1.05 * totals[k]
+    )
+    thr = int((totals[i] * totals[i + 1]) ** 0.5)
+    want = Counter(t["io_mode"] for t in truth if t["read_bytes"] + t["write_bytes"] >= thr)
+    assert 0 < sum(want.values()) < len(totals)
+    with httpx.Client(base_url=server, timeout=120, headers=web_db.auth("root")) as c:
+        modes = c.get("/api/admin/sysview/modes", params={"min_bytes": thr}).json()
+        assert modes["min_bytes"] == thr
+        assert {m["mode"]: m["jobs"] for m in modes["modes"] if m["jobs"]} == dict(want)
+        ch = c.get("/api/admin/sysview/corehours", params={"min_bytes": thr}).json()
+        assert sum(k["jobs"] for k in ch["classes"]) == sum(want.values())
+        for bad in ("lots", "-1", "1e9", ""):
+            for path in ("/api/admin/sysview/modes", "/admin/sysviews"):
+                r = c.get(path, params={"min_bytes": bad})
+                assert r.status_code == 422, (path, bad)
+        page = c.get("/admin/sysviews", params={"min_bytes": thr})
+        assert page.status_code == 200
+        assert f'name="min_bytes" min="0" step="1" value="{thr}"' in page.text
+        for mode, n in want.items():
+            assert f'<td>{mode}</td><td class="n">{n} (' in page.text, mode
+        assert "left out" in page.text
+        plain = c.get("/admin/sysviews").text
+        assert 'value="0"' in plain and "left out." not in plain

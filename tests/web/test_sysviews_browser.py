@@ -4,16 +4,12 @@ the bug issue 23 found on other charts)."""
 
 from __future__ import annotations
 
-import pytest
+from tests.web.chromium import NEEDS_CHROMIUM
+from tests.web.test_browser import SVG_MARKS, _no_csp_violation, _shot, page_of
 
-from tests.web.test_browser import CHROMIUM, SVG_MARKS, _no_csp_violation, _shot, browser, page_of
+__all__ = ["page_of"]  # the fixture, shared with test_browser.py
 
-__all__ = ["browser", "page_of"]  # the fixtures, shared with test_browser.py
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed"),
-]
+pytestmark = NEEDS_CHROMIUM
 
 # Each <text> of each figure against its SVG's viewBox, in the SVG's own units.
 OUTSIDE = """() => Array.from(document.querySelectorAll('div.figure > svg')).flatMap(s => {

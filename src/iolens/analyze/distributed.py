@@ -27,6 +27,7 @@ shared file system: no task is sent data, only file names.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -41,7 +42,7 @@ from iolens.analyze.jobs import baseline, interference, service, usage
 from iolens.analyze.jobs.baseline import Baseline
 from iolens.analyze.jobs.service import LOOKAHEAD_S, Samples
 from iolens.analyze.jobs.usage import EVERYTHING, Burst
-from iolens.analyze.pipeline import analyze_jobs
+from iolens.analyze.pipeline import Step, analyze_jobs
 from iolens.analyze.report import build_many
 from iolens.errors import StoreError
 from iolens.model.finding import Finding
@@ -322,6 +323,34 @@ def _span(rows: Iterable[dict[str, Any]]) -> tuple[datetime | None, datetime | N
     return min(r["start"] for r in rows), max(r["end"] for r in rows)
 
 
+@dataclass
+class _Reported:
+    """Counts the jobs whose reports are in, from the report futures' done callbacks (on
+    the client's event loop thread, hence the lock)."""
+
+    jobs: int
+    tasks: int
+    on_job: Callable[[str], None] | None
+    on_step: Step | None
+    done_jobs: int = 0
+    done_tasks: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    all_done: threading.Event = field(default_factory=threading.Event)
+
+    def task_done(self, fut: Any) -> None:
+        ids = [r.job_id for r in fut.result().reports] if fut.status == "finished" else []
+        with self.lock:
+            for job_id in ids:
+                self.done_jobs += 1
+                if self.on_job is not None:
+                    self.on_job(job_id)
+                if self.on_step is not None:
+                    self.on_step("building reports", self.done_jobs, self.jobs)
+            self.done_tasks += 1
+            if self.done_tasks >= self.tasks:
+                self.all_done.set()
+
+
 def analyze_distributed(
     store: DatasetStore,
     client: Any,
@@ -330,13 +359,18 @@ def analyze_distributed(
     components: bool = True,
     silenced: frozenset[str] = frozenset(),
     on_job: Callable[[str], None] | None = None,
+    on_step: Step | None = None,
     chunk_jobs: int = CHUNK_JOBS,
 ) -> DistributedRun:
     """What `iolens analyze` does (jobs, then components), with the work on `client`'s
-    cluster; results land in `store` exactly as the embedded run writes them."""
+    cluster; results land in `store` exactly as the embedded run writes them.
+
+    `on_job(job_id)` and `on_step("building reports", done, total)` fire per job as each
+    report task completes (a future's callback, so a progress bar moves while the others
+    run), then `on_step` names the diagnosis and the component detectors."""
     import time
 
-    from distributed import as_completed, wait
+    from distributed import wait
 
     if not isinstance(store, DatasetStore):
         raise StoreError("distributed analysis needs a dataset (iolens serve --dataset)")
@@ -362,10 +396,9 @@ def analyze_distributed(
             )
         )
     run.tasks["reports"] = len(futures)
-    if on_job is not None:
-        for fut in as_completed(futures):
-            for rep in fut.result().reports:
-                on_job(rep.job_id)
+    reported = _Reported(run.jobs, len(futures), on_job, on_step)
+    for fut in futures:
+        fut.add_done_callback(reported.task_done)
     windows = None
     if everything:  # interference over all data: spread over windows of time
         windows, run.windows, run.tasks["interference"] = _interference_windows(
@@ -385,7 +418,12 @@ def analyze_distributed(
     if windows is not None:
         wait([windows])
         run.seconds["windows"] = time.perf_counter() - t0
+    reported.all_done.wait(timeout=60)  # the last callbacks, after their futures' results
+    if on_step is not None:
+        on_step("diagnosing jobs", 0, 1)
     found, journal = jobs_future.result()
+    if on_step is not None:
+        on_step("diagnosing jobs", 1, 1)
     run.seconds["jobs"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     replay(journal, store)
@@ -393,6 +431,8 @@ def analyze_distributed(
     run.tasks["jobs"] = 1
     run.findings = found
     if components:
+        if on_step is not None:
+            on_step("component detectors", 0, 1)
         t2 = time.perf_counter()
         plan = _DetectorPlan(client, store.snapshot(), [d() for d in DETECTORS])
         run.episodes = analyze_components(store, detectors=plan.remote)  # type: ignore[arg-type]

@@ -178,6 +178,7 @@ def _place(
         "point": dataclasses.asdict(pt),
         "scale": {"job_nodes": pt.nodes, "io500_nodes": io500_nodes, "factor": factor},
         "box": _box_json(box("aggregate")),
+        "boxes": {view: _box_json(box(view)) for view in VIEWS},
         **_placement_json(agg),
         "by_direction": {},
         "paper_md_rate": _paper_md(pt, box("aggregate")),

@@ -15,6 +15,8 @@ import threading
 import time
 from typing import Any, TextIO
 
+from iolens.present.cli.progress_tasks import TaskProgress
+
 #: Seconds between lines; `IOLENS_PROGRESS_EVERY` overrides (a log wants fewer).
 DEFAULT_EVERY_S = 10.0
 
@@ -26,14 +28,13 @@ def interval() -> float:
         return DEFAULT_EVERY_S
 
 
-class PlainProgress:
+class PlainProgress(TaskProgress):
     def __init__(self, stream: TextIO, console: Any = None, every: float | None = None) -> None:
+        super().__init__()
         self.console = console  # what commands print messages through (as rich's bar's)
         self._out = stream
         self._every = every or interval()
-        self._tasks: dict[int, dict[str, Any]] = {}
         self._printed: set[int] = set()
-        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._t0 = time.monotonic()
         self._timer = threading.Thread(target=self._tick, name="iolens-progress", daemon=True)
@@ -50,44 +51,12 @@ class PlainProgress:
                 if task in self._printed and not state["ended"]:
                     self._line(state, "done")
 
-    # -- rich Progress's calls ---------------------------------------------------------------
-    def add_task(self, description: str, total: float | None = None, **_: Any) -> int:
-        with self._lock:
-            task = len(self._tasks)
-            self._tasks[task] = {
-                "task": task,
-                "description": description,
-                "total": total,
-                "completed": 0.0,
-                "ended": False,
-            }
-            return task
+    def _added(self, state: dict[str, Any]) -> None:
+        state["ended"] = False
 
-    def advance(self, task: int, advance: float = 1) -> None:
-        with self._lock:
-            self._tasks[task]["completed"] += advance
-
-    def update(
-        self,
-        task: int,
-        *,
-        total: float | None = None,
-        completed: float | None = None,
-        advance: float | None = None,
-        description: str | None = None,
-        **_: Any,
-    ) -> None:
-        with self._lock:
-            state = self._tasks[task]
-            if description is not None and description != state["description"]:
-                self._end(state)
-                state["description"], state["ended"] = description, False
-            if total is not None:
-                state["total"] = total
-            if completed is not None:
-                state["completed"] = completed
-            if advance is not None:
-                state["completed"] += advance
+    def _renaming(self, state: dict[str, Any]) -> None:
+        self._end(state)
+        state["ended"] = False  # the next step has not ended
 
     # -- the lines ---------------------------------------------------------------------------
     def _end(self, state: dict[str, Any]) -> None:

@@ -13,53 +13,25 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from iolens.present.cli.progress_tasks import TaskProgress
+
 MIN_INTERVAL_S = 0.1
 
 
-class EventProgress:
+class EventProgress(TaskProgress):
     def __init__(self, emit: Callable[[dict[str, Any]], None]) -> None:
+        super().__init__()
         self._emit = emit
-        self._tasks: dict[int, dict[str, Any]] = {}
         self._sent: dict[int, float] = {}
 
-    def add_task(self, description: str, total: float | None = None, **_: Any) -> int:
-        task = len(self._tasks)
-        self._tasks[task] = {
-            "task": task,
-            "description": description,
-            "total": total,
-            "completed": 0,
-        }
-        self._send(task, force=True)
-        return task
+    def _added(self, state: dict[str, Any]) -> None:
+        self._send(state, force=True)
 
-    def advance(self, task: int, advance: float = 1) -> None:
-        self._tasks[task]["completed"] += advance
-        self._send(task)
+    def _changed(self, state: dict[str, Any], force: bool) -> None:
+        self._send(state, force)
 
-    def update(
-        self,
-        task: int,
-        *,
-        total: float | None = None,
-        completed: float | None = None,
-        advance: float | None = None,
-        description: str | None = None,
-        **_: Any,
-    ) -> None:
-        state = self._tasks[task]
-        if total is not None:
-            state["total"] = total
-        if completed is not None:
-            state["completed"] = completed
-        if advance is not None:
-            state["completed"] += advance
-        if description is not None:
-            state["description"] = description
-        self._send(task, force=total is not None or description is not None)
-
-    def _send(self, task: int, force: bool = False) -> None:
-        state = self._tasks[task]
+    def _send(self, state: dict[str, Any], force: bool = False) -> None:
+        task = state["task"]
         now = time.monotonic()
         done = state["total"] is not None and state["completed"] >= state["total"]
         if force or done or now - self._sent.get(task, 0.0) >= MIN_INTERVAL_S:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from iolens.present.cli import render
-from iolens.present.cli.app import JsonOption, err, out, progress
+from iolens.present.cli.app import JsonOption, err, job_steps, out, progress
 
 if TYPE_CHECKING:
     from iolens.store.site_config import SiteConfig
@@ -151,7 +151,7 @@ def analyze_on_dask(
                     client,
                     ids,
                     components=ids is None,
-                    on_job=lambda _j: bar.advance(task),
+                    on_step=job_steps(bar, task, "analysing jobs on Dask"),
                 )
         finally:
             client.close()

@@ -6,7 +6,9 @@ serves under `/api/admin/sysview/<name>` and the admin page `/admin/sysviews` dr
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -14,6 +16,9 @@ from rich.table import Table
 from iolens.present.cli import render
 from iolens.present.cli.app import DbOption, JsonOption, open_db, out
 from iolens.present.cli.system import time_bound
+
+if TYPE_CHECKING:
+    from iolens.store.base import Store
 
 sysview_app = typer.Typer(
     help="System views for administrators: anomaly durations, volume by core-hours, "
@@ -35,15 +40,29 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def _emit(view: Any, as_json: bool) -> dict[str, Any] | None:
-    """Print the JSON and return None, or return the plain dict to draw."""
+def _view(db: Path | None, build: Callable[[Store], Any], as_json: bool) -> dict[str, Any] | None:
+    """Build the view on the store; print its JSON and return None, or return the plain
+    dict to draw (every subcommand's one shape)."""
     from iolens.analyze.system import to_plain
 
-    plain = to_plain(view)
+    with open_db(db) as store:
+        plain = to_plain(build(store))
     if as_json:
         print(render.to_json(plain))
         return None
     return plain
+
+
+def _table(
+    title: str, columns: Sequence[str], rows: Iterable[Sequence[str]], left: Sequence[str] = ()
+) -> None:
+    """Print a table: the first column and those in `left` left-aligned, numbers right."""
+    t = Table(title=title, header_style="bold")
+    for i, col in enumerate(columns):
+        t.add_column(col, justify="left" if i == 0 or col in left else "right")
+    for row in rows:
+        t.add_row(*row)
+    out.print(t)
 
 
 @sysview_app.command("durations")
@@ -55,21 +74,16 @@ def durations(
     from iolens.analyze.system.anomaly_durations import anomaly_durations
 
     t0, t1 = time_bound(since, "since"), time_bound(until, "until")
-    with open_db(db) as store:
-        d = _emit(anomaly_durations(store, t0, t1), as_json)
+    d = _view(db, lambda store: anomaly_durations(store, t0, t1), as_json)
     if d is None:
         return
     if not d["total"]:
         out.print("No anomaly episodes stored (run `iolens analyze`).")
         return
-    t = Table(title="Anomaly episodes by duration (hours) and layer", header_style="bold")
-    t.add_column("duration")
-    for layer in d["layers"]:
-        t.add_column(layer, justify="right")
-    for c in d["classes"]:
-        t.add_row(c, *(str(d["counts"][c][lay]) for lay in d["layers"]))
-    t.add_row("ongoing", *(str(d["ongoing"][lay]) for lay in d["layers"]))
-    out.print(t)
+    layers = d["layers"]
+    rows = [[c, *(str(d["counts"][c][lay]) for lay in layers)] for c in d["classes"]]
+    rows.append(["ongoing", *(str(d["ongoing"][lay]) for lay in layers)])
+    _table("Anomaly episodes by duration (hours) and layer", ["duration", *layers], rows)
 
 
 @sysview_app.command("corehours")
@@ -79,21 +93,18 @@ def corehours(
     """Average I/O volume per job by core-hour class (Beacon Table 3)."""
     from iolens.analyze.system.volume_by_corehours import volume_by_corehours
 
-    with open_db(db) as store:
-        d = _emit(volume_by_corehours(store, min_bytes), as_json)
+    d = _view(db, lambda store: volume_by_corehours(store, min_bytes), as_json)
     if d is None:
         return
-    t = Table(title="Average I/O volume per job by core-hours", header_style="bold")
-    for col in ("core-hours", "jobs", "avg read", "avg write"):
-        t.add_column(col, justify="left" if col == "core-hours" else "right")
-    for c in d["classes"]:
-        t.add_row(
-            c["label"],
-            str(c["jobs"]),
-            render.human_bytes(c["avg_read"]),
-            render.human_bytes(c["avg_write"]),
-        )
-    out.print(t)
+    _table(
+        "Average I/O volume per job by core-hours",
+        ("core-hours", "jobs", "avg read", "avg write"),
+        (
+            (c["label"], str(c["jobs"]), render.human_bytes(c["avg_read"]),
+             render.human_bytes(c["avg_write"]))
+            for c in d["classes"]
+        ),
+    )  # fmt: skip
     out.print("core-hours = processes x run time; unknown: no process count or no end yet")
 
 
@@ -102,25 +113,19 @@ def modes(db: DbOption = None, min_bytes: MinBytesOption = 0, as_json: JsonOptio
     """I/O-mode mix (N-N, N-1, N-M, 1-1) by volume and by job count (Beacon Table 4, Fig. 9)."""
     from iolens.analyze.system.io_mode_mix import io_mode_mix
 
-    with open_db(db) as store:
-        d = _emit(io_mode_mix(store, min_bytes), as_json)
+    d = _view(db, lambda store: io_mode_mix(store, min_bytes), as_json)
     if d is None:
         return
-    t = Table(title="I/O modes by volume and job count", header_style="bold")
-    cols = ("mode", "jobs", "jobs %", "read %", "write %", "avg read", "avg write")
-    for col in cols:
-        t.add_column(col, justify="left" if col == "mode" else "right")
-    for m in d["modes"]:
-        t.add_row(
-            m["mode"],
-            str(m["jobs"]),
-            _pct(m["job_share"]),
-            _pct(m["read_share"]),
-            _pct(m["write_share"]),
-            render.human_bytes(m["avg_read"]),
-            render.human_bytes(m["avg_write"]),
-        )
-    out.print(t)
+    _table(
+        "I/O modes by volume and job count",
+        ("mode", "jobs", "jobs %", "read %", "write %", "avg read", "avg write"),
+        (
+            (m["mode"], str(m["jobs"]), _pct(m["job_share"]), _pct(m["read_share"]),
+             _pct(m["write_share"]), render.human_bytes(m["avg_read"]),
+             render.human_bytes(m["avg_write"]))
+            for m in d["modes"]
+        ),
+    )  # fmt: skip
 
 
 @sysview_app.command("mds-clients")
@@ -133,20 +138,22 @@ def mds_clients(
     from iolens.analyze.system.mds_clients import mds_clients as view
 
     t0, t1 = time_bound(since, "since"), time_bound(until, "until")
-    with open_db(db) as store:
-        d = _emit(view(store, t0, t1, top), as_json)
+    d = _view(db, lambda store: view(store, t0, t1, top), as_json)
     if d is None:
         return
     if not d["total_ops"]:
         out.print("No per-client MDT counters (mdt_client) in this window.")
         return
-    t = Table(title="Metadata operations by client system", header_style="bold")
-    for col in ("role", "ops", "share", "busiest clients"):
-        t.add_column(col, justify="right" if col in ("ops", "share") else "left")
-    for role, ops in d["roles"].items():
-        busiest = ", ".join(c["host"] or c["nid"] for c in d["top"][role])
-        t.add_row(role, f"{ops:,}", _pct(d["shares"][role]), busiest)
-    out.print(t)
+    _table(
+        "Metadata operations by client system",
+        ("role", "ops", "share", "busiest clients"),
+        (
+            (role, f"{ops:,}", _pct(d["shares"][role]),
+             ", ".join(c["host"] or c["nid"] for c in d["top"][role]))
+            for role, ops in d["roles"].items()
+        ),
+        left=("busiest clients",),
+    )  # fmt: skip
     out.print(d["rule"] + ".", highlight=False)
 
 
@@ -160,23 +167,23 @@ def osts(
     from iolens.analyze.system.ost_positions import ost_positions
 
     t0, t1 = time_bound(since, "since"), time_bound(until, "until")
-    with open_db(db) as store:
-        d = _emit(ost_positions(store, t0, t1, job), as_json)
+    d = _view(db, lambda store: ost_positions(store, t0, t1, job), as_json)
     if d is None:
         return
     if not d["servers"]:
         out.print("No OSTs known (no topology and no OST samples).")
         return
-    t = Table(title="Bytes per OST by position (read + write)", header_style="bold")
-    t.add_column("OSS")
     width = max(len(r) for r in d["grid"])
-    for i in range(width):
-        t.add_column(f"slot {i}", justify="right")
+    rows = []
     for oss, row in zip(d["servers"], d["grid"], strict=True):
         cells = [f"{c['ost']}: {render.human_bytes(c['read_bytes'] + c['write_bytes'])}"
                  for c in row]  # fmt: skip
-        t.add_row(oss, *cells, *([""] * (width - len(cells))))
-    out.print(t)
+        rows.append([oss, *cells, *([""] * (width - len(cells)))])
+    _table(
+        "Bytes per OST by position (read + write)",
+        ["OSS", *(f"slot {i}" for i in range(width))],
+        rows,
+    )
 
 
 def register(app: typer.Typer) -> None:

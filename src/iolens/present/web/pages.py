@@ -361,16 +361,19 @@ def router(web: Any) -> APIRouter:
         return web.page(request, "admin_top.html", title="Top users and apps", d=d)
 
     @r.get("/admin/sysviews")
-    def admin_sysviews(request: Request) -> Response:
+    def admin_sysviews(request: Request, min_bytes: int = Query(0, ge=0)) -> Response:
         from iolens.present.web import sysview_page
 
-        d = system("sysviews", sysview_page.sysview_page)
+        d = system(
+            f"sysviews:{min_bytes}", lambda store: sysview_page.sysview_page(store, min_bytes)
+        )
         q = web.query_times.summary()
         return web.page(
             request,
             "admin_sysviews.html",
             title="System views",
             d=d,
+            min_bytes=min_bytes,
             q=q,
             q_svg=sysview_page.query_time_svg(q),
         )

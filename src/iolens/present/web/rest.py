@@ -275,7 +275,11 @@ def router(web: Any) -> APIRouter:
 
     @r.get("/admin/sysview/{name}")
     def admin_sysview(
-        name: str, since: str | None = None, until: str | None = None, job: str | None = None
+        name: str,
+        since: str | None = None,
+        until: str | None = None,
+        job: str | None = None,
+        min_bytes: int = Query(0, ge=0, description="corehours, modes: leave out smaller jobs"),
     ) -> Response:
         """`iolens sysview NAME --json`: durations, corehours, modes, mds-clients, osts."""
         from iolens.present.web.sysview_page import VIEWS, view_data
@@ -288,9 +292,9 @@ def router(web: Any) -> APIRouter:
             return _json({"detail": str(exc)}, 400)
         with web.readers.reader() as store:
             d = web.cache.get(
-                ("sysview", name, t0, t1, job),
+                ("sysview", name, t0, t1, job, min_bytes),
                 stamps.store_stamp(store),
-                lambda: view_data(store, name, t0, t1, job),
+                lambda: view_data(store, name, t0, t1, job, min_bytes),
                 60.0,
             )
         return _json(d)

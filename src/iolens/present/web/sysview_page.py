@@ -25,8 +25,10 @@ def view_data(
     start: datetime | None = None,
     end: datetime | None = None,
     job_id: str | None = None,
+    min_bytes: int = 0,
 ) -> dict[str, Any]:
-    """One view's plain JSON (KeyError for an unknown name)."""
+    """One view's plain JSON (KeyError for an unknown name); `min_bytes` leaves jobs moving
+    fewer bytes out of corehours and modes (Beacon's 200 MB "non-trivial I/O")."""
     from iolens.analyze.system import to_plain
     from iolens.analyze.system.anomaly_durations import anomaly_durations
     from iolens.analyze.system.io_mode_mix import io_mode_mix
@@ -36,17 +38,17 @@ def view_data(
 
     build: dict[str, Callable[[], Any]] = {
         "durations": lambda: anomaly_durations(store, start, end),
-        "corehours": lambda: volume_by_corehours(store),
-        "modes": lambda: io_mode_mix(store),
+        "corehours": lambda: volume_by_corehours(store, min_bytes),
+        "modes": lambda: io_mode_mix(store, min_bytes),
         "mds-clients": lambda: mds_clients(store, start, end),
         "osts": lambda: ost_positions(store, start, end, job_id),
     }
     return to_plain(build[name]())
 
 
-def sysview_page(store: Store) -> dict[str, Any]:
+def sysview_page(store: Store, min_bytes: int = 0) -> dict[str, Any]:
     """Every view's data and figure, for the page."""
-    d = {name: view_data(store, name) for name in VIEWS}
+    d = {name: view_data(store, name, min_bytes=min_bytes) for name in VIEWS}
     modes = d["modes"]["modes"]
     ch = d["corehours"]["classes"]
     roles = d["mds-clients"]["roles"]
