@@ -39,6 +39,7 @@ class PyIolens(PythonPackage):
         depends_on("py-duckdb@1.1:", type=("build", "run"))
         depends_on("py-pyarrow@16:", type=("build", "run"))
         depends_on("py-numpy@1.26:", type=("build", "run"))
+        depends_on("py-zstandard@0.22:", type=("build", "run"))
         depends_on("py-fastapi@0.110:", type=("build", "run"))
         depends_on("py-uvicorn@0.29:", type=("build", "run"))
         depends_on("py-uvloop@0.19:", type=("build", "run"))
