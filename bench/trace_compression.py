@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
 from bench.common import table  # noqa: E402
-from bench.tracer.run import build, env_for, run_kv  # noqa: E402
+from bench.tracer.run import add_dir_option, build, env_for, run_kv  # noqa: E402
 
 PATTERNS = (
     ("seq4k", "sequential 4 KiB"),
@@ -39,12 +39,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--calls", type=int, default=200_000)
     ap.add_argument("--level", default="1", help="IOLENS_COMPRESS for the zstd runs, 1-3")
-    ap.add_argument(
-        "--dir",
-        type=Path,
-        default=Path("/dev/shm") if Path("/dev/shm").is_dir() else None,
-        help="where the I/O happens [default: /dev/shm: cheapest calls, largest ratio]",
-    )
+    add_dir_option(ap)
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="iolens-zstd-") as t:

@@ -24,19 +24,14 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
 from bench.common import table  # noqa: E402
-from bench.tracer.run import build, env_for, run_kv  # noqa: E402
+from bench.tracer.run import add_dir_option, build, env_for, run_kv  # noqa: E402
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=4.0, help="length of one traced pass")
-    ap.add_argument(
-        "--dir",
-        type=Path,
-        default=Path("/dev/shm") if Path("/dev/shm").is_dir() else None,
-        help="where the I/O happens [default: /dev/shm: cheapest calls, largest ratio]",
-    )
+    add_dir_option(ap)
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="iolens-flush-") as t:

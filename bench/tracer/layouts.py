@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
 from bench.common import table  # noqa: E402
-from bench.tracer.run import build, env_for, run_kv  # noqa: E402
+from bench.tracer.run import add_dir_option, build, env_for, run_kv  # noqa: E402
 from tests.tracer import lustre_layouts as lov  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -35,13 +35,7 @@ CORE = ROOT / "tracer" / "src" / "core"
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=9)
-    ap.add_argument(
-        "--dir",
-        type=Path,
-        default=Path("/dev/shm") if Path("/dev/shm").is_dir() else None,
-        help="where the files are [default: /dev/shm: the cheapest opens, the largest "
-        "relative cost]",
-    )
+    add_dir_option(ap, "where the files are")
     args = ap.parse_args()
     if shutil.which("cc") is None:
         sys.exit("needs a C compiler (cc)")

@@ -73,17 +73,22 @@ def paired(
     return [{k: statistics.median(v) for k, v in a.items()} for a in acc]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--quick", action="store_true", help="smaller sizes (smoke test)")
+def add_dir_option(ap: argparse.ArgumentParser, what: str = "where the I/O happens") -> None:
+    """--dir, on a tmpfs by default: the cheapest calls, so the largest relative cost."""
     ap.add_argument(
         "--dir",
         type=Path,
         default=Path("/dev/shm") if Path("/dev/shm").is_dir() else None,
-        help="where the I/O happens [default: /dev/shm, a tmpfs: "
-        "the cheapest calls, so the largest relative overhead and least noise]",
+        help=f"{what} [default: /dev/shm, a tmpfs: the cheapest calls, so the largest "
+        "relative overhead and least noise]",
     )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help="smaller sizes (smoke test)")
+    add_dir_option(ap)
     args = ap.parse_args()
     if shutil.which("cc") is None:
         sys.exit("needs a C compiler (cc)")
