@@ -40,6 +40,17 @@ DbOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON only.")]
+#: One site TOML serves every command: each reads its own tables (docs/scale-out.md).
+SiteOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--site-config",
+        envvar="IOLENS_SITE_CONFIG",
+        show_envvar=True,
+        help="Site TOML (docs/scale-out.md): dataset, agent groups, retention; [analyze] "
+        "picks the findings to run, [reasoner] the reasoner's detectors.",
+    ),
+]
 
 
 @dataclass

@@ -49,6 +49,7 @@ from iolens.present.cli import (
 from iolens.present.cli.app import (
     DbOption,
     JsonOption,
+    SiteOption,
     app,
     ensure_analyzed,
     err,
@@ -210,15 +211,7 @@ def analyze(
     workers: Annotated[int, typer.Option(min=1, help="With --dask-slurm: workers.")] = 4,
     worker_cores: Annotated[int, typer.Option(min=1, help="With --dask-slurm: cores each.")] = 1,
     worker_memory: Annotated[str, typer.Option(help="With --dask-slurm: memory each.")] = "8GiB",
-    site_config: Annotated[
-        Path | None,
-        typer.Option(
-            "--site-config",
-            envvar="IOLENS_SITE_CONFIG",
-            show_envvar=True,
-            help="Site TOML whose [analyze] table picks the findings to run (findings/disable).",
-        ),
-    ] = None,
+    site_config: SiteOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Re-run the analyses: job findings, then the component detectors.

@@ -3,14 +3,13 @@ system), each with the activities that preceded it."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
 from iolens.present.cli import render
-from iolens.present.cli.app import DbOption, JsonOption, open_db, out
+from iolens.present.cli.app import DbOption, JsonOption, SiteOption, open_db, out
 
 #: forwarded activities shown per anomaly without --json (JSON has them all)
 SHOWN = 5
@@ -18,15 +17,7 @@ SHOWN = 5
 
 def reason(
     job_id: Annotated[str, typer.Argument(help="The job's scheduler job id.")],
-    site_config: Annotated[
-        Path | None,
-        typer.Option(
-            "--site-config",
-            envvar="IOLENS_SITE_CONFIG",
-            show_envvar=True,
-            help="Site TOML whose [reasoner] table picks the detectors and their parameters.",
-        ),
-    ] = None,
+    site_config: SiteOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:

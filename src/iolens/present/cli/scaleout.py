@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from iolens.present.cli import render
-from iolens.present.cli.app import JsonOption, err, job_steps, out, progress
+from iolens.present.cli.app import JsonOption, SiteOption, err, job_steps, out, progress
 
 if TYPE_CHECKING:
     from iolens.store.site_config import SiteConfig
@@ -26,15 +26,6 @@ DatasetOption = Annotated[
         envvar="IOLENS_DATASET",
         show_envvar=True,
         help="Parquet dataset directory shared by the ingest servers (scale-out store).",
-    ),
-]
-SiteOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--site-config",
-        envvar="IOLENS_SITE_CONFIG",
-        show_envvar=True,
-        help="Site TOML: dataset path, agent groups, retention (see docs/scale-out.md).",
     ),
 ]
 
