@@ -8,30 +8,22 @@ Skips without an MPI compiler and launcher (Debian: openmpi-bin libopenmpi-dev).
 
 from __future__ import annotations
 
-import os
 import shlex
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.tracer.conftest import HERE
+from tests.tracer.mpi import mpi_env, mpicc, needs_mpi
 
-needs_mpi = pytest.mark.skipif(
-    shutil.which("mpicc") is None or shutil.which("mpirun") is None,
-    reason="no MPI (mpicc, mpirun)",
-)
 KEYS = ["cb_buffer_size", "romio_cb_write", "cb_nodes"]
 
 
 @pytest.fixture(scope="module")
 def exe(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("mpihints") / "mpi_hints_open"
-    src = HERE / "workloads" / "mpi_hints_open.c"
-    res = subprocess.run(["mpicc", "-O2", "-o", str(out), str(src)], capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
-    return out
+    return mpicc(HERE / "workloads" / "mpi_hints_open.c", out)
 
 
 def run(exe: Path, lib: Path, tmp: Path, **knobs: str) -> tuple[dict, dict, str]:
@@ -40,15 +32,7 @@ def run(exe: Path, lib: Path, tmp: Path, **knobs: str) -> tuple[dict, dict, str]
 
     out, spool = tmp / "out", tmp / "spool"
     out.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("IOLENS_", "LD_PRELOAD"))}
-    env.update(
-        LD_PRELOAD=str(lib),
-        IOLENS_SPOOL=str(spool),
-        OMPI_ALLOW_RUN_AS_ROOT="1",
-        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-        OMPI_MCA_rmaps_base_oversubscribe="1",
-        **knobs,
-    )
+    env = mpi_env(lib, spool, **knobs)
     res = subprocess.run(
         ["mpirun", "-np", "2", str(exe), str(out), *KEYS],
         capture_output=True,

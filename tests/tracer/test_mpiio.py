@@ -7,8 +7,6 @@ an MPI compiler and launcher (Debian: openmpi-bin libopenmpi-dev).
 from __future__ import annotations
 
 import datetime as dt
-import os
-import shutil
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -23,35 +21,18 @@ from iolens.model.schema import CLIENT_IO, JOBS
 from iolens.store import DuckDBStore, queries
 from iolens.tracefile import TraceFile, batch_of, decode_dir
 from tests.tracer.conftest import HERE, paths_of
+from tests.tracer.mpi import mpi_env, mpicc, needs_mpi
 
 B = 4096
-needs_mpi = pytest.mark.skipif(
-    shutil.which("mpicc") is None or shutil.which("mpirun") is None,
-    reason="no MPI (mpicc, mpirun)",
-)
 
 
 @pytest.fixture(scope="module")
 def mpi_run(tracer_lib: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:
     tmp = tmp_path_factory.mktemp("mpiio")
-    exe = tmp / "mpiio_calls"
-    res = subprocess.run(
-        ["mpicc", "-O2", "-o", str(exe), str(HERE / "workloads" / "mpiio_calls.c")],
-        capture_output=True,
-        text=True,
-    )
-    assert res.returncode == 0, res.stderr
+    exe = mpicc(HERE / "workloads" / "mpiio_calls.c", tmp / "mpiio_calls")
     out, spool = tmp / "out", tmp / "spool"
     out.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("IOLENS_", "LD_PRELOAD"))}
-    env.update(
-        LD_PRELOAD=str(tracer_lib),
-        IOLENS_SPOOL=str(spool),
-        IOLENS_JOB_ID="mpi-job",
-        OMPI_ALLOW_RUN_AS_ROOT="1",
-        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-        OMPI_MCA_rmaps_base_oversubscribe="1",
-    )
+    env = mpi_env(tracer_lib, spool, IOLENS_JOB_ID="mpi-job")
     res = subprocess.run(
         ["mpirun", "-np", "2", str(exe), str(out)],
         capture_output=True,

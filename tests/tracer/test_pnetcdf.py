@@ -6,7 +6,6 @@ compared with each rank's own byte counts. Skips without mpicc/mpirun or PnetCDF
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from collections import Counter
@@ -19,6 +18,7 @@ from iolens.ingest.load import load
 from iolens.store import DuckDBStore
 from iolens.tracefile import batch_of, decode_dir
 from tests.tracer.conftest import HERE, paths_of
+from tests.tracer.mpi import mpi_env, mpicc
 
 N = 10_000
 NP = 2
@@ -33,23 +33,9 @@ needs_pnetcdf = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def nc_run(tracer_lib: Path, tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("pnetcdf")
-    exe = tmp / "pnetcdf_io"
-    res = subprocess.run(
-        ["mpicc", "-O2", "-o", str(exe), str(HERE / "workloads" / "pnetcdf_io.c"), "-lpnetcdf"],
-        capture_output=True,
-        text=True,
-    )
-    assert res.returncode == 0, res.stderr
+    exe = mpicc(HERE / "workloads" / "pnetcdf_io.c", tmp / "pnetcdf_io", "-lpnetcdf")
     data, spool = tmp / "data.nc", tmp / "spool"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("IOLENS_", "LD_PRELOAD"))}
-    env.update(
-        LD_PRELOAD=str(tracer_lib),
-        IOLENS_SPOOL=str(spool),
-        IOLENS_JOB_ID="nc-job",
-        OMPI_ALLOW_RUN_AS_ROOT="1",
-        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-        OMPI_MCA_rmaps_base_oversubscribe="1",
-    )
+    env = mpi_env(tracer_lib, spool, IOLENS_JOB_ID="nc-job")
     res = subprocess.run(
         ["mpirun", "-np", str(NP), str(exe), str(data), str(N)],
         capture_output=True,
