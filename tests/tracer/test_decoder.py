@@ -54,7 +54,7 @@ def build(
         )
         if flags:
             files += layout
-    summ = np.zeros(1, fmt.SUMMARY)
+    summ = np.zeros(1, fmt.summary_dtype(version))
     summ[0]["file"] = 2
     summ[0]["ops"][1] = 10
     summ[0]["bytes_written"] = 40960
@@ -84,7 +84,7 @@ def build(
     return out
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("version", [1, 2, 3, 5, 6])
 def test_golden(version: int, tmp_path: Path):
     p = tmp_path / "node01-4242-1-0.iolens"
     p.write_bytes(build(version=version))
@@ -155,12 +155,39 @@ def test_version_3_layouts(tmp_path: Path):
     assert {r["path"]: r["osts"] for r in t.files.to_pylist()}["/scratch/a.dat"] is None
 
 
+def test_version_6_ops(tmp_path: Path):
+    """The five ops of format 6 decode from records and from the longer summary."""
+    recs = np.zeros(5, fmt.RECORD)
+    for k, op in enumerate(("truncate", "fadvise", "access", "link", "readdir")):
+        off = 4096 if op == "truncate" else -1
+        recs[k] = (fmt.OP_NAMES.index(op), 0, 0, 2, off, 0, 0, k + 1, 10 * k, 10 * k + 5, 5)
+    p = tmp_path / "t.iolens"
+    p.write_bytes(build(recs, version=6))
+    t = decode(p)
+    got = {r["op"]: (r["count"], r["offset"]) for r in t.client_io.to_pylist()}
+    assert got == {
+        "truncate": (1, 4096), "fadvise": (2, -1), "access": (3, -1), "link": (4, -1),
+        "readdir": (5, -1),
+    }  # fmt: skip
+    assert fmt.SUMMARY.itemsize == 440 and fmt.summary_dtype(5).itemsize == 400
+
+
+def test_old_summary_reads_new_ops_as_zero(tmp_path: Path):
+    p = tmp_path / "t.iolens"
+    p.write_bytes(build(version=5))
+    (s,) = decode(p).summaries.to_pylist()
+    assert s["write_ops"] == 10 and s["bytes_written"] == 40960
+    assert s["truncate_ops"] == s["readdir_ops"] == 0 and s["write_time_ns"] == 400
+
+
 def corruptions() -> dict[str, tuple[bytes, str]]:
     good = build()
     bad_rec = np.zeros(1, fmt.RECORD)
     bad_rec[0] = (0, 0, 0, 77, 0, 1, 1, 1, 0, 0, 0)
     bad_op = np.zeros(1, fmt.RECORD)
     bad_op[0] = (200, 0, 0, 2, 0, 1, 1, 1, 0, 0, 0)
+    new_op = np.zeros(1, fmt.RECORD)  # a version-6 op code in a version-5 file
+    new_op[0] = (fmt.OP_NAMES.index("truncate"), 0, 0, 2, 100, 0, 0, 1, 0, 0, 0)
     long_layout = bytearray(layout_entry([1]))
     long_layout[20:24] = struct.pack("<I", 10**6)  # nosts: more indices than the file has
     return {
@@ -172,6 +199,7 @@ def corruptions() -> dict[str, tuple[bytes, str]]:
         "cut-in-section-header": (good[:20], "partial section header"),
         "unknown-file": (build(bad_rec), "file index 77"),
         "unknown-op": (build(bad_op), "unknown op"),
+        "v6-op-in-v5": (build(new_op, version=5), "unknown op"),
         "trailing": (good + b"\0" * 16, "after the END"),
         "layout-in-v2": (build(version=2, layout=layout_entry([1])), "added in version 3"),
         "layout-too-long": (build(version=3, layout=long_layout), "inside a layout's OST list"),

@@ -151,7 +151,7 @@ def traced_run(
 @needs_cc
 def test_traced_run_records_layouts(tracer_lib, fake_lustre, layouts_prog, tmp_path: Path):
     (trace,), calls, lustre = traced_run(tracer_lib, fake_lustre, layouts_prog, tmp_path)
-    assert trace.version == fmt.FORMAT_VERSION == 5 and trace.layouts_lost == 0
+    assert trace.version == fmt.FORMAT_VERSION == 6 and trace.layouts_lost == 0
     plain = trace.layouts[f"{lustre}/plain.dat"]
     assert (plain.stripe_size, plain.stripe_count, plain.osts, plain.fsname) == (
         2 << 20,

@@ -19,6 +19,7 @@ from iolens.errors import InputError
 from iolens.model.ids import file_id
 from iolens.model.schema import CLIENT_IO, FILES
 from iolens.tracefile import Layout, TraceFile, decode, decode_dir
+from iolens.tracefile import format as fmt
 from iolens.tracefile.writer import encode, fold, process_trace, write
 from tests.tracer.conftest import needs_cc, run
 from tests.tracer.test_layouts import traced_run
@@ -56,7 +57,7 @@ def test_real_tracer_files_round_trip(mode: str, tracer_lib, workload, tmp_path:
     for i, t in enumerate(traces):
         again = round_trip(t, tmp_path / str(i))
         assert_same(t, again)
-        assert again.version == 5 and t.records == again.records
+        assert again.version == fmt.FORMAT_VERSION == 6 and t.records == again.records
 
 
 @needs_cc

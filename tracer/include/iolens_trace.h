@@ -39,6 +39,9 @@
  * counters are cumulative (the last file's cover the whole process).
  * Version 5 added compressed sections (IOL_SEC_ZSTD) and the HDF5 and PnetCDF layers
  * (enum iol_layer 3 and 4); a version-4 file is a version-5 file without them.
+ * Version 6 added five op codes (TRUNCATE, FADVISE, ACCESS, LINK, READDIR): the summary's
+ * `ops` array grew from 14 to 19 counters (struct iol_summary 400 -> 440 bytes), so a
+ * reader decodes older summaries with the old op count.
  */
 #ifndef IOLENS_TRACE_H
 #define IOLENS_TRACE_H
@@ -46,7 +49,7 @@
 #include <stdint.h>
 
 #define IOL_MAGIC "IOLTRACE"
-#define IOL_FORMAT_VERSION 5u
+#define IOL_FORMAT_VERSION 6u
 
 /* Operation codes; names and order match iolens.model.schema.OPS. */
 enum iol_op {
@@ -64,6 +67,12 @@ enum iol_op {
     IOL_OP_MMAP,
     IOL_OP_DUP,
     IOL_OP_FLUSH,
+    IOL_OP_TRUNCATE,    /* version 6: truncate, ftruncate, fallocate, posix_fallocate;
+                           offset = the length set (truncate) or ensured (off + len) */
+    IOL_OP_FADVISE,     /* version 6: posix_fadvise */
+    IOL_OP_ACCESS,      /* version 6: access, faccessat, euidaccess */
+    IOL_OP_LINK,        /* version 6: link, linkat, symlink, symlinkat (the new name) */
+    IOL_OP_READDIR,     /* version 6: entries readdir() returned, on the directory */
     IOL_NOPS
 };
 

@@ -39,10 +39,20 @@ METADATA_OPS = (
     "mmap",
     "dup",
     "flush",
+    # trace format 6: truncate/fallocate, posix_fadvise, access, link/symlink, readdir entries
+    "truncate",
+    "fadvise",
+    "access",
+    "link",
+    "readdir",
 )
 OPS = DATA_OPS + METADATA_OPS
-#: Metadata ops that reach the metadata server (Beacon's "metadata operations").
-MDS_OPS = ("open", "close", "stat", "unlink", "rename", "mkdir", "rmdir")
+#: Metadata ops that reach the metadata server (Beacon's "metadata operations"); readdir
+#: counts directory entries read (several per request), fadvise stays on the client.
+MDS_OPS = (
+    "open", "close", "stat", "unlink", "rename", "mkdir", "rmdir",
+    "truncate", "access", "link", "readdir",
+)  # fmt: skip
 
 IO_MODES = ("N-N", "N-1", "N-M", "1-1")
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 MAGIC = b"IOLTRACE"
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 #: Versions this decoder reads: 2 added the MPI-IO layer and the HINTS section, 3 the
 #: Lustre layouts of FILES entries and two header counters, 4 interim files (F_INTERIM)
 #: and the header's `interval`, 5 zstd-compressed sections (SEC_ZSTD) and the HDF5 and
-#: PnetCDF layers; an older file is a newer one without them.
-READABLE_VERSIONS = (1, 2, 3, 4, 5)
+#: PnetCDF layers, 6 five op codes (truncate, fadvise, access, link, readdir), which
+#: lengthen the summary's op counters; an older file is a newer one without them.
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
 ENDIAN_MARK = 0x01020304
 
 # Section types.
@@ -61,7 +62,10 @@ FILE_OTHER = 1
 OP_NAMES = (
     "read", "write", "open", "close", "stat", "unlink", "rename", "mkdir", "rmdir",
     "fsync", "seek", "mmap", "dup", "flush",
+    "truncate", "fadvise", "access", "link", "readdir",
 )  # fmt: skip
+#: Op codes before version 6 (the first 14 of OP_NAMES).
+OPS_V5 = 14
 LAYER_NAMES = ("posix", "stdio", "mpiio", "hdf5", "pnetcdf")
 HIST_BINS = 10
 #: Lower edges of Darshan's access-size bins, in bytes.
@@ -89,9 +93,9 @@ LAYOUT_ENTRY = np.dtype(
 )  # fmt: skip
 #: One file's MPI-IO hints: then `len` bytes of "key=value\n" lines, zero-padded to 8.
 HINTS_ENTRY = np.dtype([("file", "<u4"), ("len", "<u4")])
-SUMMARY = np.dtype(
-    [
-        ("file", "<u4"), ("layer", "<u4"), ("ops", "<u8", (len(OP_NAMES),)),
+
+#: struct iol_summary after its `ops` counters (their number changed in version 6).
+_SUMMARY_REST = [
         ("bytes_read", "<u8"), ("bytes_written", "<u8"),
         ("max_byte_read", "<i8"), ("max_byte_written", "<i8"),
         ("seq_reads", "<u8"), ("seq_writes", "<u8"),
@@ -100,8 +104,17 @@ SUMMARY = np.dtype(
         ("t_first", "<u8"), ("t_last", "<u8"),
         ("time_read", "<u8"), ("time_write", "<u8"), ("time_meta", "<u8"),
         ("last_end_read", "<i8"), ("last_end_write", "<i8"),
-    ]
-)  # fmt: skip
+]  # fmt: skip
+
+
+def _summary(nops: int) -> np.dtype:
+    """struct iol_summary with `nops` op counters."""
+    return np.dtype([("file", "<u4"), ("layer", "<u4"), ("ops", "<u8", (nops,)), *_SUMMARY_REST])
+
+
+SUMMARY = _summary(len(OP_NAMES))
+#: The summary of versions 1-5: 14 op counters.
+SUMMARY_V5 = _summary(OPS_V5)
 HEADER = np.dtype(
     [
         ("flags", "<u4"), ("clock", "<u4"), ("pid", "<i4"), ("ppid", "<i4"),
@@ -128,7 +141,8 @@ assert ZSECTION.itemsize == 16
 assert RECORD.itemsize == 64
 assert FILE_ENTRY.itemsize == 16
 assert HINTS_ENTRY.itemsize == 8
-assert SUMMARY.itemsize == 400
+assert SUMMARY.itemsize == 440
+assert SUMMARY_V5.itemsize == 400
 assert HEADER.itemsize == 136
 assert HEADER_V3.itemsize == 144
 assert HEADER_V4.itemsize == 152
@@ -140,3 +154,13 @@ def header_dtype(version: int) -> np.dtype:
     if version >= 4:
         return HEADER_V4
     return HEADER_V3 if version >= 3 else HEADER
+
+
+def summary_dtype(version: int) -> np.dtype:
+    """The summary struct of a file of format `version`."""
+    return SUMMARY if version >= 6 else SUMMARY_V5
+
+
+def op_count(version: int) -> int:
+    """How many op codes a file of format `version` may use."""
+    return len(OP_NAMES) if version >= 6 else OPS_V5

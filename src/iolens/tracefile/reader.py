@@ -82,6 +82,7 @@ def read(path: str | Path, data: bytes | None = None) -> RawTrace:
     hints: dict[int, str] = {}
     layouts: dict[int, Layout] = {}
     header_type = fmt.header_dtype(version)
+    summary_type = fmt.summary_dtype(version)
     ended = False
     while pos < len(data):
         if ended:
@@ -112,9 +113,9 @@ def read(path: str | Path, data: bytes | None = None) -> RawTrace:
         elif kind == fmt.SEC_FILES:
             _files(src, body, pos, paths, parents, layouts)
         elif kind == fmt.SEC_SUMMARY:
-            if length % fmt.SUMMARY.itemsize:
+            if length % summary_type.itemsize:
                 raise InputError(src, f"summary section at byte {pos} has a partial entry")
-            summaries.append(np.frombuffer(body, fmt.SUMMARY))
+            summaries.append(_summaries(np.frombuffer(body, summary_type)))
         elif kind == fmt.SEC_HEADER:
             if header is not None:
                 raise InputError(src, f"second header at byte {pos}")
@@ -155,7 +156,7 @@ def read(path: str | Path, data: bytes | None = None) -> RawTrace:
         if bad:
             raise InputError(src, f"{name} refers to file index {min(bad)} not in the table")
     if len(records) and (
-        int(records["op"].max()) >= len(fmt.OP_NAMES)
+        int(records["op"].max()) >= fmt.op_count(version)
         or int(records["layer"].max()) >= len(fmt.LAYER_NAMES)
     ):
         raise InputError(src, "record with an unknown op or layer code")
@@ -239,6 +240,19 @@ def _hints(src: str, body: bytes, at: int, hints: dict[int, str]) -> None:
             raise InputError(src, f"hints section at byte {at} ends inside a text")
         hints[int(e["file"])] = _text(body[pos + size : pos + size + n])
         pos += size + padded
+
+
+def _summaries(raw: np.ndarray) -> np.ndarray:
+    """Summaries of any version in the current layout (ops a version lacks count 0)."""
+    if raw.dtype == fmt.SUMMARY:
+        return raw
+    out = np.zeros(len(raw), fmt.SUMMARY)
+    for name in raw.dtype.names:
+        if name == "ops":
+            out["ops"][:, : raw.dtype["ops"].shape[0]] = raw["ops"]
+        else:
+            out[name] = raw[name]
+    return out
 
 
 #: What may be compressed: the sections whose payload is data, never HEADER or END.

@@ -71,7 +71,8 @@ def _padded(raw: bytes) -> bytes:
 
 
 def encode(trace: TraceFile) -> bytes:
-    """The bytes of `trace` as a version-4 tracer file (what `decode` reads back)."""
+    """The bytes of `trace` as a tracer file of the current format version (what `decode`
+    reads back)."""
     paths = _paths(trace)
     index = {p: i for i, p in enumerate(paths, start=2)}
     index[OTHER] = fmt.FILE_OTHER

@@ -44,7 +44,7 @@ DEFAULT_DIR = Path("/var/spool/iolens/traces")
 # all the agent checks. tests/collect/test_tracer_spool.py keeps them equal.
 SUFFIX = ".iolens"
 MAGIC = b"IOLTRACE"
-READABLE_VERSIONS = (1, 2, 3, 4, 5)
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
 ENDIAN_MARK = 0x01020304
 SEC_END = 0x454E44
 #: A `.partial` file not written for this long is abandoned even if its pid looks alive
