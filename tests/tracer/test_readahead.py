@@ -83,7 +83,11 @@ def test_trace_is_unchanged_by_the_plugin(
     for on in ("0", "1"):
         spool = tmp_path / f"spool{on}"
         assert run(cmd, env_for(tracer_lib, spool, IOLENS_READAHEAD=on)).returncode == 0
-        rows = [r for t in decode_dir(spool) for r in t.client_io.to_pylist()]
+        traces = list(decode_dir(spool))
+        rows = [r for t in traces for r in t.client_io.to_pylist()]
+        # the plug-in's own posix_fadvise hints are not the program's: never recorded
+        assert not [r for r in rows if r["op"] == "fadvise"]
+        assert sum(t.missed_calls for t in traces) == 0
         reads[on] = sorted(
             (r["offset"], r["size"], r["stride"], r["count"]) for r in rows if r["op"] == "read"
         )
