@@ -24,6 +24,7 @@ from tests.loopback import free_port, start_server, stop
 from tests.reasoner.jobrun import SLOW_N, needs_nodes
 from tests.reasoner.test_reasoner_traced import activities
 from tests.tracer.conftest import needs_cc
+from tests.web.chromium import CHROMIUM, launch
 
 pytestmark = [needs_cc, needs_nodes]
 JOB, CALM = "reason-job", "calm-job"
@@ -170,3 +171,34 @@ def test_the_server_reads_the_sites_reasoner_table(
         with pytest.raises(InputError, match="histogramm") as err:
             reasoning(store, JOB)
     assert str(site) in str(err.value)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+def test_the_ring_unfolds_in_chromium(served: Served, one_slow) -> None:
+    """In the browser the excerpt is folded until its row is opened; no script error and
+    no CSP violation on the way (the section needs no script and no outside asset)."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    api = served.get(f"/api/jobs/{JOB}/reason", served.owner).json()
+    i = planted(api, one_slow)
+    with sync_api.sync_playwright() as p:
+        browser = launch(p)
+        try:
+            page = browser.new_page()
+            problems: list[str] = []
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.on(
+                "console",
+                lambda m: problems.append(m.text) if "Content Security Policy" in m.text else None,
+            )
+            page.goto(f"{served.url}/jobs/{JOB}?token={served.tokens[served.owner]}")
+            row = page.locator("#reasoner tr.reason-anomaly").nth(i)
+            ring = row.locator("ul.ring li")
+            assert page.locator("#reasoner tr.reason-anomaly").count() == len(api["anomalies"])
+            assert not ring.first.is_visible()
+            row.locator("summary").click()
+            assert ring.first.is_visible() and ring.count() >= 5
+            assert "process-local" in row.inner_text()
+        finally:
+            browser.close()
+    assert not problems, problems
