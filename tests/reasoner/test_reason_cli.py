@@ -6,29 +6,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
-from iolens.ingest.load import load_many
-from iolens.store import open_store
-from iolens.tracefile import batch_of, decode_dir
 from tests.conftest import run_cli
+from tests.reasoner.conftest import NODES
 from tests.reasoner.jobrun import SLOW_N, needs_nodes
-from tests.reasoner.test_reasoner_traced import NODES, activities, covering, one_slow  # noqa: F401
-from tests.tracer.conftest import needs_cc, tracer_lib  # noqa: F401
+from tests.reasoner.test_reasoner_traced import activities
+from tests.tracer.conftest import needs_cc
 
 pytestmark = [needs_cc, needs_nodes]
 
 
-@pytest.fixture(scope="module")
-def stored(one_slow, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noqa: F811
-    spool, _ = one_slow
-    db = tmp_path_factory.mktemp("db") / "s.duckdb"
-    with open_store(str(db), create=True) as store:
-        load_many(store, [batch_of(t) for t in decode_dir(spool)])
-    return db
-
-
-def test_reason_json_names_the_slowed_process(stored: Path, one_slow) -> None:  # noqa: F811
+def test_reason_json_names_the_slowed_process(stored: Path, one_slow) -> None:
     spool, procs = one_slow
     _, pids = activities(spool)
     res = run_cli("reason", "reason-job", "--json", "--db", str(stored))

@@ -10,16 +10,14 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-import pytest
-
 from iolens.analyze.reasoner import ReasonerConfig, reason
 from iolens.analyze.reasoner.activity import Activity, from_table
 from iolens.tracefile import decode_dir
+from tests.reasoner.conftest import NODES
 from tests.reasoner.jobrun import SLOW_AT, SLOW_N, Proc, needs_nodes, run_job
-from tests.tracer.conftest import needs_cc, tracer_lib  # noqa: F401  (fixture)
+from tests.tracer.conftest import needs_cc
 
 pytestmark = [needs_cc, needs_nodes]
-NODES = ["n1", "n2", "n3"]
 
 
 def activities(spool: Path) -> tuple[list[Activity], dict[str, int]]:
@@ -78,12 +76,6 @@ def check_ring(forwarded: list[dict], p: Proc, pid: int, ring: int) -> None:
     assert len(mine) == ring and len(writes) >= ring - 1
 
 
-@pytest.fixture(scope="module")
-def one_slow(tracer_lib: Path, tmp_path_factory: pytest.TempPathFactory):  # noqa: F811
-    tmp = tmp_path_factory.mktemp("one")
-    return run_job(tmp, tracer_lib, NODES, 2, {("n2", 1)})
-
-
 def test_one_process_of_six_is_process_local(one_slow) -> None:
     spool, procs = one_slow
     acts, pids = activities(spool)
@@ -114,7 +106,7 @@ def test_one_process_of_six_is_process_local(one_slow) -> None:
     ]
 
 
-def test_both_processes_of_a_node_are_node_wide(tracer_lib: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_both_processes_of_a_node_are_node_wide(tracer_lib: Path, tmp_path: Path) -> None:
     spool, procs = run_job(tmp_path, tracer_lib, NODES, 2, {("n3", 0), ("n3", 1)})
     acts, pids = activities(spool)
     anoms = reason(acts, ReasonerConfig(ring=8))
@@ -137,7 +129,7 @@ def test_both_processes_of_a_node_are_node_wide(tracer_lib: Path, tmp_path: Path
         check_ring(ep["forwarded"], p, ep["pid"], 8)
 
 
-def test_all_processes_slowed_is_system_wide(tracer_lib: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_all_processes_slowed_is_system_wide(tracer_lib: Path, tmp_path: Path) -> None:
     every = {(n, k) for n in NODES for k in range(2)}
     spool, procs = run_job(tmp_path, tracer_lib, NODES, 2, every)
     acts, pids = activities(spool)

@@ -1,5 +1,5 @@
 """The site TOML choosing plug-ins: `[analyze]` the findings `iolens analyze` runs, and
-the tables the site config accepts. Data: a seeded simulation (64 nodes, 30 minutes,
+the tables the site config accepts. Data: a seeded simulation (16 nodes, 30 minutes,
 seed 3); the ground truth is the same store analysed with every finding on."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tests.conftest import run_cli
 def sim(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
     path = tmp_path_factory.mktemp("sim") / "s.duckdb"
     with DuckDBStore(path) as store:
-        simulate(SimConfig(nodes=64, hours=0.5, seed=3)).load(store)
+        simulate(SimConfig(nodes=16, hours=0.5, seed=3)).load(store)
     res = run_cli("analyze", "--json", "--db", str(path))
     assert res.returncode == 0, res.stderr
     every = json.loads(res.stdout)["findings"]

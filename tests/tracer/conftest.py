@@ -34,19 +34,27 @@ def compile_c(src: Path, out: Path, *flags: str) -> Path:
     return out
 
 
+#: the library built by this test process, by compiler (see `tracer_lib`)
+_BUILT: dict[str, Path] = {}
+
+
 @pytest.fixture(scope="session")
 def tracer_lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tracer, built once per test process (~15 s): every module that imports this
+    fixture gets its own fixture definition from pytest, so the build itself is cached."""
     if shutil.which(CC) is None or shutil.which("make") is None:
         pytest.skip("no C compiler or make")
-    out = tmp_path_factory.mktemp("lib")
-    res = subprocess.run(
-        ["make", "-s", "-C", str(ROOT / "tracer"), f"OUT={out}", f"CC={CC}"],
-        capture_output=True,
-        text=True,
-    )
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert "warning" not in res.stderr, res.stderr
-    return out / "libiolens.so"
+    if CC not in _BUILT:
+        out = tmp_path_factory.mktemp("lib")
+        res = subprocess.run(
+            ["make", "-s", "-C", str(ROOT / "tracer"), f"OUT={out}", f"CC={CC}"],
+            capture_output=True,
+            text=True,
+        )
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert "warning" not in res.stderr, res.stderr
+        _BUILT[CC] = out / "libiolens.so"
+    return _BUILT[CC]
 
 
 @pytest.fixture(scope="session")

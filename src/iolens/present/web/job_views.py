@@ -239,3 +239,21 @@ def history(store: Store, job: dict[str, Any], user: str | None) -> dict[str, An
         "jobs": [r["job_id"] for r in rows[:20]],
         "metrics": out,
     }
+
+
+def reasoning(store: Store, job_id: str) -> dict[str, Any]:
+    """SIOX's hierarchical reasoner on the job's traced I/O: the object `iolens reason ID
+    --json` prints, with the same `[reasoner]` settings (the site TOML named by
+    `IOLENS_SITE_CONFIG`, else the defaults). Empty of anomalies is a verdict too."""
+    import os
+    from pathlib import Path
+
+    from iolens.analyze.reasoner.config import load
+    from iolens.analyze.reasoner.job import reason_job
+
+    site = os.environ.get("IOLENS_SITE_CONFIG")
+    return reason_job(store, job_id, load(Path(site) if site else None))
+
+
+#: forwarded activities the page shows per anomaly (the API has the whole ring)
+RING_SHOWN = 5

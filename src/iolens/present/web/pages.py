@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from iolens.errors import InputError
 from iolens.present.web import charts, episode_views, job_views, scope, stamps, system_views
 from iolens.present.web.auth import COOKIE, safe_next, set_session
 from iolens.present.web.rest import (
@@ -22,6 +23,7 @@ from iolens.present.web.rest import (
     ensure_components,
     me_of,
     parse_time,
+    reason_data,
 )
 
 PAGE_SIZE = 50
@@ -175,6 +177,10 @@ def router(web: Any) -> APIRouter:
                 lambda: job_views.history(store, d["job"], None if who.admin else who.name),
             )
             culprits = culprits_for(store, who, d["culprits"])
+            try:
+                reasoned = reason_data(web, store, job_id)
+            except InputError as exc:  # a bad [reasoner] table: say so, show the rest
+                reasoned = {"error": str(exc)}
         from iolens.present.web import svg
 
         strips = {
@@ -191,6 +197,8 @@ def router(web: Any) -> APIRouter:
             history=history,
             strips=strips,
             culprits=culprits,
+            reasoned=reasoned,
+            ring_shown=job_views.RING_SHOWN,
             slow={e["component_id"]: e for e in d["episodes"]},
         )
 

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from iolens.errors import NotFound
+from iolens.errors import InputError, NotFound
 from iolens.present import views
 from iolens.present.cli.render import to_json
 from iolens.present.web import charts, episode_views, job_views, scope, stamps, system_views
@@ -139,6 +139,17 @@ def router(web: Any) -> APIRouter:
         with web.readers.reader() as store:
             scope.visible_job(store, me_of(request), job_id)
             return _json(seff(store, job_id, runs))
+
+    @r.get("/jobs/{job_id}/reason")
+    def job_reason(request: Request, job_id: str) -> Response:
+        """`iolens reason ID --json`: the hierarchical reasoner's anomalies (process-local,
+        node-wide, system-wide), each with the activities that preceded it."""
+        with web.readers.reader() as store:
+            scope.visible_job(store, me_of(request), job_id)
+            try:
+                return _json(reason_data(web, store, job_id))
+            except InputError as exc:  # the site's [reasoner] table: the server's fault
+                return _json({"detail": str(exc), "job_id": job_id}, 500)
 
     @r.get("/jobs/{job_id}/interference")
     def job_interference(request: Request, job_id: str) -> Response:
@@ -328,8 +339,6 @@ def router(web: Any) -> APIRouter:
     ) -> Response:
         """Create an account (or re-key it with `replace`); answers its new token, once.
         The token works `days` days."""
-        from iolens.errors import InputError
-
         try:
             token = web.auth.accounts.add(name, admin, replace, days)
         except InputError as exc:
@@ -373,6 +382,15 @@ def culprits_for(store: Any, who: Principal, rows: list[dict[str, Any]]) -> list
             }
         )
     return out
+
+
+def reason_data(web: Any, store: Any, job_id: str) -> dict[str, Any]:
+    """The reasoner's verdict on a job, cached until the job changes (API and page)."""
+    return web.cache.get(
+        ("reason", job_id),
+        stamps.job_stamp(store, job_id),
+        lambda: job_views.reasoning(store, job_id),
+    )
 
 
 def ensure_components(web: Any) -> None:
