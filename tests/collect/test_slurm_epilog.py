@@ -19,7 +19,7 @@ import pytest
 import iolens.collect.slurm_epilog as hook
 from tests.analyze.darshan.zoomin_logs import example
 from tests.conftest import run_cli
-from tests.loopback import TOKEN, free_port, start_server, stop
+from tests.loopback import free_port, start_server, stop
 
 JOB = "6265799"  # sample-badost.darshan: 2048 ranks, one slow OST
 
@@ -66,7 +66,7 @@ def test_srun_epilog_prints_the_jobs_seff_line(served: str) -> None:
     assert res.returncode == 0 and res.stderr == "", res.stderr
     lines = res.stdout.splitlines()
     assert len(lines) == 1, lines
-    s = httpx.get(f"{served}/api/jobs/{JOB}/seff",
+    s = httpx.get(f"{served}/api/v1/jobs/{JOB}/seff",
                   headers={"Authorization": f"Bearer {USERS['glock']}"}).json()  # fmt: skip
     findings = httpx.get(f"{served}/api/jobs/{JOB}/findings",
                          headers={"Authorization": f"Bearer {USERS['glock']}"}).json()  # fmt: skip
@@ -91,8 +91,7 @@ def test_no_line_for_a_job_without_data_or_a_refused_token(served: str) -> None:
         {"SLURM_JOB_ID": "424242"},
         {"IOLENS_TOKEN": "wrong"},
         {"IOLENS_TOKEN": USERS["eve"]},
-        {"IOLENS_TOKEN": TOKEN},
-    )  # no data; a bad token; eve (not her job); an agent token (no user)
+    )  # no data; a bad token; eve (not her job)
     for env in bad:
         res, _ = run_hook(served, **env)
         assert res.returncode == 0 and res.stdout == "" and res.stderr == "", env
@@ -125,3 +124,11 @@ def test_the_token_file_and_settings_file(tmp_path: Path) -> None:
     assert s["IOLENS_SERVER"] == "http://x:1" and hook.token(s) == "secret"
     assert hook.mode_of({"SLURM_SCRIPT_CONTEXT": "epilog_slurmd"}) is None
     assert json.dumps(hook.mode_of({}, "srun")) == '"srun"'
+
+
+def test_iolens_seff_through_the_server_gives_the_same_line(served: str) -> None:
+    """`iolens seff --server` asks /api/v1/jobs/ID/seff, as the hook does."""
+    res = run_cli("seff", JOB, "--line", "--server", served, "--token", USERS["glock"])
+    assert res.returncode == 0, res.stderr
+    hooked, _ = run_hook(served)
+    assert res.stdout == hooked.stdout and res.stdout.startswith(f"iolens: job {JOB}: ")

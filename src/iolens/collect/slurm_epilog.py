@@ -6,7 +6,7 @@ the user with the step's output: SrunEpilog (on the node that ran `srun`, after 
 step; its stdout is srun's, so in a batch job the job's output file) and TaskEpilog (on
 the compute nodes after each task; Slurm passes its stdout lines starting with `print `
 on to the task's output, so only task 0 of the step answers). It asks the iolens server
-for the job's seff line (`GET /api/jobs/ID/seff?format=line`) with a short timeout and
+for the job's seff line (`GET /api/v1/jobs/ID/seff?format=line`) with a short timeout and
 prints it; when the server is slow, down, refuses the token or has no data for the job
 it prints nothing (`IOLENS_EPILOG_VERBOSE=1`: one `iolens: ...` note on stderr) and
 exits 0: an epilog must never fail the job or hold it up.
@@ -82,7 +82,8 @@ def fetch_line(s: Mapping[str, str]) -> tuple[str | None, str]:
         timeout = float(s.get("IOLENS_EPILOG_TIMEOUT") or DEFAULT_TIMEOUT)
     except ValueError:
         timeout = DEFAULT_TIMEOUT
-    url = f"{server.rstrip('/')}/api/jobs/{urllib.parse.quote(job, safe='')}/seff?format=line"
+    q = urllib.parse.quote(job, safe="")
+    url = f"{server.rstrip('/')}/api/v1/jobs/{q}/seff?format=line"
     req = urllib.request.Request(url, headers={"Accept": "text/plain"})
     tok = token(s)
     if tok:

@@ -140,17 +140,14 @@ def router(web: Any) -> APIRouter:
         help and what it would have saved over the owner's recent runs. `format=line`:
         `iolens seff --line` as text/plain (what the Slurm epilog prints), or 204 when the
         job has no I/O and no finding yet (the epilog then prints nothing)."""
-        from iolens.analyze.seff import line, seff
+        from iolens.analyze.seff import seff
+        from iolens.present.api import seff_response
 
         analyze_pending(web)
         with web.readers.reader() as store:
             scope.visible_job(store, me_of(request), job_id)
             s = seff(store, job_id, runs)
-        if fmt == "json":
-            return _json(s)
-        if not s["io_time_s"] and not s["findings"]:
-            return Response(status_code=204)
-        return Response(line(s) + "\n", media_type="text/plain")
+        return seff_response(s, fmt)
 
     @r.get("/jobs/{job_id}/interference")
     def job_interference(request: Request, job_id: str) -> Response:
