@@ -74,7 +74,11 @@ class LayerTimes:
 
 
 def layer_times(job: DarshanJob, module: str) -> LayerTimes | None:
-    """The module's timing counters, or None when the log has none."""
+    """The module's timing counters, or None when the log has none (read once per job)."""
+    return job.derived(("savings.layer_times", module), lambda: _layer_times(job, module))
+
+
+def _layer_times(job: DarshanJob, module: str) -> LayerTimes | None:
     if not job.has(module):
         return None
     p = PREFIX[module]
