@@ -59,17 +59,26 @@ def findings_md() -> str:
 
 
 def _saving_doc(code: str) -> str:
-    """A job rule's saving model (its `saving` docstring), as one paragraph."""
+    """A rule's saving model as one paragraph: a job rule's `saving` docstring, a Darshan
+    rule's model in `analyze.darshan.savings` (or why it has none)."""
+    from iolens.analyze.darshan import CODES
+    from iolens.analyze.darshan import savings as ds
     from iolens.analyze.findings import JOB_RULES, JobRule
 
     for rule in JOB_RULES:
         if rule.code == code and rule.saving is not JobRule.saving:
             return " ".join(inspect.cleandoc(rule.saving.__doc__ or "").split())
+    if code in ds.MODELS:
+        module, op, model = ds.MODELS[code]
+        text = " ".join(inspect.cleandoc(model.__doc__ or "").split())
+        return f"{text} Timed from the {module} {op} counters (`{ds.__name__}`)."
+    if code in CODES:
+        return f"none: {ds.NO_CHANGE}."
     return ""
 
 
 #: Modules whose docstrings say what every Darshan rule reads, or leaves out, of a log.
-NOTES = ("iolens.model.darshan_own", "iolens.model.mounts")
+NOTES = ("iolens.model.darshan_own", "iolens.model.mounts", "iolens.analyze.darshan.savings")
 
 
 GENERATED = {ROOT / "docs" / "findings.md": findings_md}

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
@@ -100,6 +100,18 @@ def _caller(request: Request) -> tuple[str | None, bool]:
     return (who.name, bool(who.admin)) if who is not None else (None, True)
 
 
+def seff_response(s: dict[str, Any], fmt: str) -> Response:
+    """The seff figures as JSON, or `format=line`: the one line as text/plain, 204 when the
+    job has no I/O and no finding yet (the Slurm epilog then prints nothing)."""
+    from iolens.analyze.seff import line
+
+    if fmt == "json":
+        return _json(s)
+    if not s["io_time_s"] and not s["findings"]:
+        return Response(status_code=204)
+    return Response(line(s) + "\n", media_type="text/plain")
+
+
 def router(service: IngestService, readers: Readers | None = None) -> APIRouter:
     readers = readers or Readers(service)
 
@@ -140,6 +152,29 @@ def router(service: IngestService, readers: Readers | None = None) -> APIRouter:
                 return JSONResponse({"detail": str(exc), "job_id": job_id}, status_code=404)
             except views.AnalysisFailed as exc:  # the server's failure, with its reason
                 return JSONResponse({"detail": str(exc), "job_id": job_id}, status_code=500)
+
+    @r.get("/jobs/{job_id}/seff")
+    def get_job_seff(
+        request: Request,
+        job_id: str,
+        runs: int = Query(10, ge=1, le=1000),
+        fmt: str = Query("json", alias="format", pattern="^(json|line)$"),
+    ) -> Response:
+        """`iolens seff ID --json` (`format=line`: `--line` as text, the Slurm epilog's)."""
+        from iolens.analyze.seff import seff
+
+        name, admin = _caller(request)
+        readers.analyze_pending()
+        with readers.reader() as store:
+            try:
+                if not admin:
+                    from iolens.present.web.auth import Principal
+                    from iolens.present.web.scope import visible_job
+
+                    visible_job(store, Principal(name or "", False, "token"), job_id)
+                return seff_response(seff(store, job_id, runs), fmt)
+            except NotFound as exc:
+                return JSONResponse({"detail": str(exc), "job_id": job_id}, status_code=404)
 
     @r.get("/jobs/{job_id}/live")
     def get_job_live(request: Request, job_id: str) -> Response:

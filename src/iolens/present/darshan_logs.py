@@ -61,14 +61,19 @@ class JobDiagnosis:
 
     @property
     def findings(self) -> list[tuple[Finding, int]]:
-        """(finding, how many of the job's logs raised its code), most severe first: merged
-        as `iolens import darshan` merges a job's logs (`chains.merge_repeated`, the
-        largest occurrence kept), then linked into causal chains again."""
+        """(finding, how many of the job's logs raised its code), the largest estimated
+        saving first (`analyze.darshan.savings`), then the most severe: merged as
+        `iolens import darshan` merges a job's logs (`chains.merge_repeated`, the largest
+        occurrence kept), then linked into causal chains again."""
         from iolens.analyze.darshan import chains
+        from iolens.analyze.darshan.savings import saved_seconds
 
         merged = chains.merged(f for log in self.logs for f in log.findings)
         counted = [(f, int(f.evidence.get("occurrences", 1))) for f in merged]
-        return sorted(counted, key=lambda fc: (SEVERITY_RANK[fc[0].severity], fc[0].code))
+        return sorted(
+            counted,
+            key=lambda fc: (-saved_seconds(fc[0]), SEVERITY_RANK[fc[0].severity], fc[0].code),
+        )
 
     @property
     def run_time(self) -> float:

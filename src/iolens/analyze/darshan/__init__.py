@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from iolens.analyze.darshan import chains, drishti, expert, severity, zoomin
+from iolens.analyze.darshan import chains, drishti, expert, savings, severity, zoomin
 from iolens.analyze.darshan.rule import RuleContext
 from iolens.model.darshan import DarshanJob
 from iolens.model.darshan_own import application_view
@@ -45,11 +45,13 @@ def rule_findings(job: DarshanJob, ctx: RuleContext | None = None) -> list[Findi
 def diagnose(job: DarshanJob, ctx: RuleContext | None = None) -> list[Finding]:
     """The log's findings as an expert signs them: contradictions dropped, causal chains
     with one recommendation each (`chains`), severity capped by the share of the I/O each
-    explains and by the noise floor (`severity`)."""
+    explains and by the noise floor (`severity`), each fix's saving in seconds
+    (`savings`), ordered by that saving."""
     ctx = ctx if ctx is not None else RuleContext()
     found = chains.assemble(rule_findings(job, ctx), job)
     severity.calibrate(found, severity.JobIO.of(job), ctx)
-    return found
+    savings.attach(application_view(job), found)
+    return savings.ordered(found)
 
 
 def diagnose_job(logs: list[DarshanJob], ctx: RuleContext | None = None) -> list[Finding]:

@@ -140,10 +140,18 @@ def _show(console: Console, job: dict[str, Any]) -> None:
     for f in found:
         style = SEVERITY_STYLE.get(f["severity"], "")
         more = f" [dim](in {f['logs']} of {len(logs)} logs)[/]" if len(logs) > 1 else ""
+        g = f.get("gain") or {}
+        save = ""
+        if g.get("seconds") is not None:
+            lo, hi = g["range_s"]
+            save = (
+                f"\n[dim]would save ~{g['seconds']:,.3g} s ({lo:,.3g}-{hi:,.3g} s), "
+                f"{g['core_hours']:,.3g} core-hours: {escape(g['model'])}[/]"
+            )
         table.add_row(
             f"[{style}]{f['severity'].upper()}[/]",
             f"[bold]{f['code']}[/]",
-            f"[bold]{escape(f['title'])}[/]{more}\n{escape(f['recommendation'])}",
+            f"[bold]{escape(f['title'])}[/]{more}\n{escape(f['recommendation'])}{save}",
         )
     counts = {s: sum(f["severity"] == s for f in found) for s in ("critical", "warning", "info")}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "none"

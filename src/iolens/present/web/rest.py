@@ -130,15 +130,24 @@ def router(web: Any) -> APIRouter:
         return _json(d["job"]["findings"])
 
     @r.get("/jobs/{job_id}/seff")
-    def job_seff(request: Request, job_id: str, runs: int = Query(10, ge=1, le=1000)) -> Response:
+    def job_seff(
+        request: Request,
+        job_id: str,
+        runs: int = Query(10, ge=1, le=1000),
+        fmt: str = Query("json", alias="format", pattern="^(json|line)$"),
+    ) -> Response:
         """`iolens seff`: I/O share, core-hours waiting on I/O, the change most likely to
-        help and what it would have saved over the owner's recent runs."""
+        help and what it would have saved over the owner's recent runs. `format=line`:
+        `iolens seff --line` as text/plain (what the Slurm epilog prints), or 204 when the
+        job has no I/O and no finding yet (the epilog then prints nothing)."""
         from iolens.analyze.seff import seff
+        from iolens.present.api import seff_response
 
         analyze_pending(web)
         with web.readers.reader() as store:
             scope.visible_job(store, me_of(request), job_id)
-            return _json(seff(store, job_id, runs))
+            s = seff(store, job_id, runs)
+        return seff_response(s, fmt)
 
     @r.get("/jobs/{job_id}/reason")
     def job_reason(request: Request, job_id: str) -> Response:
