@@ -66,7 +66,7 @@ def build(path: Path, mounts: list[list[str]] | None = None, history=HISTORY) ->
                 "io_procs": 64,
                 "io_nodes": 2,
                 "findings": 0,
-                "analyzed": start,
+                "analyzed": start + timedelta(minutes=31),  # after its end: final
             }
         )
         key = f"log-{job}"
@@ -271,3 +271,22 @@ def test_real_mpi_io_test_runs_advise_neither_darshans_hints_nor_a_root(tmp_path
     assert "romio_hints_file" not in rep and "cb_nodes" not in json.dumps(rep)
     assert rep["settings"]["stripe"]["best"] == "-c 1 -S 1M"
     assert rep["lfs_setstripe"] == "lfs setstripe -c 1 -S 1M DIR"
+
+
+def test_a_summary_made_while_the_job_ran_is_analysed_again(db):
+    """A live analysis (summary older than the job's end) is partial: advise's listing
+    analyses that job again; a summary from after the end, or of a job still to end, not."""
+    from iolens.store.queries import unanalyzed_jobs
+
+    with DuckDBStore(db) as store:
+        assert unanalyzed_jobs(store) == []
+        store.execute(
+            "UPDATE job_summaries SET analyzed = ? WHERE job_id = "
+            "(SELECT min(job_id) FROM job_summaries)",
+            [T0 - timedelta(hours=1)],
+        )
+        first = store.query("SELECT min(job_id) AS j FROM job_summaries").column("j")[0].as_py()
+        assert unanalyzed_jobs(store) == [first]
+        future = datetime.now() + timedelta(days=365)  # naive, like the store
+        store.execute('UPDATE jobs SET "end" = ? WHERE job_id = ?', [future, first])
+        assert unanalyzed_jobs(store) == []

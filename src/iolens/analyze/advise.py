@@ -16,8 +16,15 @@ with one extension) is a trial of two settings:
   `h=` metadata is not used: it is the hints Darshan wrote its own log with
   (`iolens.model.darshan_own`), the same in nearly every log.
 
-and its outcome is the bandwidth over its I/O time (`job_summaries`: bytes read + written
-/ `io_time_s`, else the zoom-in factor `job_factors.bandwidth`). Per setting the runs,
+and its outcome is the bandwidth over its I/O time (`job_summaries.io_time_s`, timed at each
+file's outermost layer, `analyze/bandwidth.py`), else the zoom-in factor
+`job_factors.bandwidth`. For a traced run the bytes are counted at that same outermost
+layer (`client_io`): the bytes the application asked for, not what the layers below moved
+for them. `job_summaries` counts each I/O at its lowest layer, which a setting can inflate:
+with `romio_cb_write=disable` ROMIO's data sieving reads and rewrites whole extents, 4x the
+bytes of a 4-rank strided write on the mini cluster, which read as a 6x "gain" for a run
+1.5x faster. A run whose summary predates its end (a live analysis of a running job) is
+analysed again first by the listing (`store.queries.unanalyzed_jobs`). Per setting the runs,
 their median bandwidth, its spread and the jobs are kept. The current setting is the
 newest run's; the best of each kind is the one with the highest median among those tried
 at least twice, recommended only when it beats the current one, with its confidence (a
@@ -43,7 +50,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from iolens.analyze.bandwidth import STREAM_IDS
 from iolens.model.mounts import MountTable, is_lustre_target
+from iolens.model.schema import layer_level_sql
 from iolens.store.base import Store
 
 MIN_TRIALS = 5
@@ -107,6 +116,7 @@ def trials(store: Store, app: str, user: str | None = None, ext: str | None = No
           CASE WHEN s.io_time_s > 0
             THEN (coalesce(s.read_bytes, 0) + coalesce(s.write_bytes, 0)) / s.io_time_s END
             AS bw_summary,
+          s.io_time_s,
           f.bandwidth AS bw_factors
         FROM jobs j LEFT JOIN job_summaries s USING (job_id) LEFT JOIN job_factors f USING (job_id)
         WHERE {" AND ".join(where)}
@@ -114,9 +124,12 @@ def trials(store: Store, app: str, user: str | None = None, ext: str | None = No
         """,
         params,
     ).to_pylist()
+    outer = _outer_bytes(store, [r["job_id"] for r in rows if r["io_time_s"]])
     runs: dict[str, Trial] = {}
     for r in rows:
         bw = r["bw_summary"] if r["bw_summary"] else r["bw_factors"]
+        if r["job_id"] in outer and r["io_time_s"]:
+            bw = outer[r["job_id"]] / r["io_time_s"]
         if bw is None or not bw > 0:
             continue
         runs[r["job_id"]] = Trial(
@@ -180,6 +193,34 @@ def trials(store: Store, app: str, user: str | None = None, ext: str | None = No
         with_ext = {r["job_id"] for r in files if (r["path"] or "").endswith(ext)}
         runs = {k: v for k, v in runs.items() if k in with_ext}
     return list(runs.values())
+
+
+def _outer_bytes(store: Store, jobs: list[str]) -> dict[str, float]:
+    """Traced jobs' bytes read + written at each file's outermost layer that moved data
+    (HDF5 over MPI-IO over POSIX, `LAYER_LEVELS`), the standard streams left out: the
+    bytes `io_time_s` timed (`analyze/bandwidth.py`)."""
+    if not jobs:
+        return {}
+    store.register("_iolens_advise_outer", pa.table({"job_id": pa.array(jobs, pa.string())}))
+    streams = ", ".join(str(i) for i in sorted(STREAM_IDS))
+    try:
+        rows = store.query(
+            f"""
+            WITH lv AS (
+              SELECT c.job_id, c.file_id, {layer_level_sql("c.layer")} AS level,
+                sum(c.size * c.count)::DOUBLE AS bytes
+              FROM client_io c JOIN _iolens_advise_outer USING (job_id)
+              WHERE c.op IN ('read', 'write') AND c.size > 0
+                AND c.file_id NOT IN ({streams})
+              GROUP BY ALL
+            ), top AS (SELECT job_id, file_id, max(level) AS level FROM lv GROUP BY ALL)
+            SELECT lv.job_id, sum(lv.bytes) AS bytes
+            FROM lv JOIN top USING (job_id, file_id, level) GROUP BY lv.job_id
+            """
+        ).to_pylist()
+    finally:
+        store.unregister("_iolens_advise_outer")
+    return {r["job_id"]: float(r["bytes"]) for r in rows if r["bytes"]}
 
 
 def _layouts(runs: dict[str, Trial], files: list[dict[str, Any]], ext: str | None) -> None:

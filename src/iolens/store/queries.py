@@ -7,7 +7,7 @@ store runs the same statements over views with the same table names.
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -41,16 +41,18 @@ _UPPER_SQL = "(" + ", ".join(f"'{n}'" for n in UPPER_LAYERS) + ")"
 
 
 def unanalyzed_jobs(store: Store) -> list[str]:
-    """Jobs without a summary: the ones a listing analyses first.
+    """Jobs without a summary, or whose summary predates their end (a live analysis of
+    the running job, partial): the ones a listing analyses first.
 
     Here rather than in the pipeline, so a listing with nothing to do does not import the
     analyses (scikit-learn and SciPy alone take most of a second to load).
     """
     sql = (
-        "SELECT job_id FROM jobs WHERE job_id NOT IN (SELECT job_id FROM job_summaries) "
-        "ORDER BY job_id"
+        "SELECT j.job_id FROM jobs j LEFT JOIN job_summaries s USING (job_id) "
+        'WHERE s.job_id IS NULL OR (s.analyzed < j."end" AND j."end" <= ?) ORDER BY j.job_id'
     )
-    todo = store.query(sql).column("job_id").to_pylist()
+    now = datetime.now(UTC).replace(tzinfo=None)  # jobs' times are naive UTC
+    todo = store.query(sql, [now]).column("job_id").to_pylist()
     failing = failing_jobs(store, todo)
     return [j for j in todo if j not in failing]
 
