@@ -290,3 +290,17 @@ def test_a_summary_made_while_the_job_ran_is_analysed_again(db):
         future = datetime.now() + timedelta(days=365)  # naive, like the store
         store.execute('UPDATE jobs SET "end" = ? WHERE job_id = ?', [future, first])
         assert unanalyzed_jobs(store) == []
+
+
+def test_runs_that_did_not_finish_are_no_evidence(db):
+    """A crashed, killed or timed-out run measured nothing about its settings."""
+    with DuckDBStore(db) as store:
+        before = advise(store, "wrf", user="bob")
+        store.execute(
+            "UPDATE jobs SET state = 'CANCELLED by 0' WHERE job_id = (SELECT min(job_id) "
+            "FROM jobs WHERE \"user\" = 'bob')"
+        )
+        after = advise(store, "wrf", user="bob")
+        store.execute("UPDATE jobs SET state = 'FAILED' WHERE \"user\" = 'bob'")
+        failed = advise(store, "wrf", user="bob")
+    assert before["trials"] == 3 and after["trials"] == 2 and failed["trials"] == 0

@@ -34,6 +34,7 @@ APP = "hints-strided"  # the job name: `jobs.app`
 LEARN = ("romio_cb_write=enable", "romio_cb_write=disable")
 LEARN_REPS = 3  # per set: 6 runs, above advise's MIN_TRIALS (5)
 REPS = 3  # per arm when applying the advice
+MAX_CRASHED = 2  # runs of the 12 that may die and be made again (see _run)
 BLOCK, BLOCKS = 16, 80000  # 4 ranks x 80000 x 16 B: a 5 MiB file
 
 
@@ -45,6 +46,7 @@ class Loop:
     baseline: list[Job] = field(default_factory=list)
     after: dict = field(default_factory=dict)  # advise once the applied runs are in
     seconds: float = 0.0  # the whole loop's wall time
+    crashed: list[Job] = field(default_factory=list)  # runs that died and were made again
 
 
 def _seconds(job: Job) -> float:
@@ -55,13 +57,24 @@ def _seconds(job: Job) -> float:
     return float(lines[-2])
 
 
-def _run(c: Cluster, env: str) -> Job:
+def _run(c: Cluster, env: str, crashed: list[Job]) -> Job:
+    """One run; a run that dies (no "ok") is kept in `crashed` and made once more.
+
+    Two runs of 35 had rank 0 die with SIGSEGV at a null address at start-up (cause not
+    found yet, docs/performance.md): the failed job stays in the store, where advise
+    ignores it (a FAILED run measured nothing), and the crash is reported, not hidden:
+    the table counts it and more than MAX_CRASHED fails the test."""
     data = c.jobs_dir / "strided.dat"
     cmd = (
         f"export OMPI_MCA_io=romio321; {env}; rm -f {data}; "
         f"srun {c.bin}/mpi_strided {data} {BLOCK} {BLOCKS}"
     )
     # a time limit: a rank that dies leaves the others waiting in MPI for ever
+    job = c.sbatch("iolensa", APP, "-N4 -n4 -t 1", cmd)
+    if job.out.split()[-1:] == ["ok"]:
+        return job
+    crashed.append(job)
+    (c.mc / f"crashed-{job.job_id}.out").write_text(job.out)
     return c.sbatch("iolensa", APP, "-N4 -n4 -t 1", cmd)
 
 
@@ -88,14 +101,16 @@ def loop(cluster: Cluster) -> Loop:
         # alternate which set goes first, the last run with LEARN[0]: the "current"
         # setting advise weighs a change against (fixed before anything is measured)
         for h in LEARN[(r + 1) % 2 :] + LEARN[: (r + 1) % 2]:
-            lp.learned[h].append(_run(cluster, f"export IOLENS_MPI_HINTS={shlex.quote(h)}"))
+            lp.learned[h].append(
+                _run(cluster, f"export IOLENS_MPI_HINTS={shlex.quote(h)}", lp.crashed)
+            )
     lp.advice = _advise(cluster)
     env = lp.advice.get("mpi_hints_env")
     assert env, f"no hint set advised: {lp.advice}"
     for r in range(REPS):
         arms = [("applied", f"export {env}"), ("baseline", "unset IOLENS_MPI_HINTS")]
         for arm, knob in arms[r % 2 :] + arms[: r % 2]:
-            getattr(lp, arm).append(_run(cluster, knob))
+            getattr(lp, arm).append(_run(cluster, knob, lp.crashed))
     lp.after = _advise(cluster)
     lp.seconds = time.monotonic() - t0
     return lp
@@ -110,7 +125,8 @@ def test_advise_picks_the_faster_hint_set_and_applying_it_helps(cluster: Cluster
     learned = {h: statistics.median(_seconds(j) for j in js) for h, js in loop.learned.items()}
     faster = min(learned, key=learned.__getitem__)
     rep = loop.advice
-    assert rep["advice"] and rep["trials"] == LEARN_REPS * len(LEARN), rep
+    # a run that died is FAILED in the store, which advise ignores
+    assert rep["advice"] and rep["trials"] == LEARN_REPS * len(LEARN), (rep, loop.crashed)
     hints = rep["settings"]["mpi_hints"]
     # what the store saw each learning run open its file with: the injected set
     seen = _groups(rep)
@@ -146,8 +162,11 @@ def test_advise_picks_the_faster_hint_set_and_applying_it_helps(cluster: Cluster
         f"(p = {ev.get('p_value', '-')}, gain {hints['gain']}x in bandwidth, "
         f"interval {ev.get('gain_interval', '-')}); "
         f"applied / baseline median I/O time {med_a / med_b:.2f}; "
-        f"{len(LEARN) * LEARN_REPS + 2 * REPS} jobs, loop {loop.seconds:.0f} s",
+        f"{len(LEARN) * LEARN_REPS + 2 * REPS} jobs, loop {loop.seconds:.0f} s; "
+        f"runs that died and were made again: {len(loop.crashed)}"
+        + "".join(f" (job {j.job_id}: {j.out.strip()[-200:]!r})" for j in loop.crashed),
     ]
     (cluster.mc / "mpi_hints.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     assert med_a < med_b, "\n".join(lines)
+    assert len(loop.crashed) <= MAX_CRASHED, "\n".join(lines)

@@ -104,9 +104,17 @@ def lfs_size(n: int) -> str:
 # -- gathering the trials -------------------------------------------------------------------
 
 
+#: Slurm states of runs that ended before their work did ("CANCELLED by 0" included).
+_UNFINISHED = "(FAILED|NODE_FAIL|BOOT_FAIL|OUT_OF_MEMORY|TIMEOUT|DEADLINE|PREEMPTED|CANCELLED).*"
+
+
 def trials(store: Store, app: str, user: str | None = None, ext: str | None = None) -> list[Trial]:
-    """Past runs of `app` (of `user`; touching `*ext` files) with a known bandwidth."""
-    where, params = ["j.app = ?"], [app]
+    """Past finished runs of `app` (of `user`; touching `*ext` files) with a known bandwidth."""
+    # a run that did not finish (a crash, a kill) measured nothing about its settings
+    where, params = (
+        ["j.app = ?", f"coalesce(upper(j.state), '') NOT SIMILAR TO '{_UNFINISHED}'"],
+        [app],
+    )
     if user is not None:
         where.append('j."user" = ?')
         params.append(user)
