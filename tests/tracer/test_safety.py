@@ -62,9 +62,14 @@ def test_signal_handlers_doing_io(tracer_lib, workload, tmp_path):
     assert tr.stdout.splitlines()[0] == plain.stdout.splitlines()[0] == "signals handled: yes"
     traces = tr.traces()
     got, want = traced(traces, tr.base), expected(tr)
-    missed = sum(t.missed_calls for t in traces)  # handler hit our ~20 ns bookkeeping window
+    # a handler that lands in our bookkeeping window is not recorded but counted: the loss
+    # must be exact, and rare; how rare depends on the machine's speed (the window is a few
+    # per cent of a 64-byte write loop), so bound it by the ticks, not by a constant
+    missed = sum(t.missed_calls for t in traces)
     assert got[0]["write"] + missed == want[0]["write"] and got[0]["open"] == want[0]["open"]
-    assert got[2] + missed == want[2] and missed <= 3
+    assert got[2] + missed == want[2]
+    ticks = want[0]["write"] - 20000  # the handler's one-byte writes
+    assert ticks > 0 and missed <= max(3, ticks // 4), (missed, ticks)
 
 
 def test_killed_by_signal(tracer_lib, workload, tmp_path):
