@@ -110,6 +110,7 @@ JobAcctGatherFrequency=task=1
 PrologSlurmctld=$MC/site/iolens-slurm-hook
 EpilogSlurmctld=$MC/site/iolens-slurm-hook
 TaskProlog=$MC/etc/taskprolog.sh
+SrunEpilog=$MC/site/iolens-seff-epilog
 PlugStackConfig=$plugstack
 MinJobAge=300
 KillWait=5

@@ -193,3 +193,20 @@ def test_seff_command(sim_db):
     assert one.returncode == 0 and one.stdout.count("\n") == 1
     bad = run_cli("seff", "no-such-job", "--db", str(sim_db.path))
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "no-such-job" in bad.stderr
+
+
+def test_seff_measures_a_running_job_up_to_now():
+    """An srun epilog asks while the job still runs: the run so far, not "?"."""
+    from datetime import datetime
+
+    from iolens.analyze.seff import _so_far
+
+    start = datetime(2026, 12, 6, 5, 0, 0)
+    now = datetime(2026, 12, 6, 5, 2, 30)
+    assert _so_far(start, None, now) == 150.0
+    assert _so_far(start, datetime(2026, 12, 6, 5, 1), now) == 0.0  # ended: its own run time
+    assert _so_far(None, None, now) == 0.0
+    s = {"job_id": "7", "io_time_s": 30.0, "io_share": 0.2, "running": True,
+         "io_core_hours": 0.01, "top": None, "history": None}  # fmt: skip
+    assert "(20% of the run so far)" in line(s)
+    assert "(20% of the run)" in line({**s, "running": False})

@@ -35,7 +35,7 @@ def test_slurm_files_are_written_filled_in(tmp_path):
     assert out["spank_built"] is False and out["spank_not_built_because"] == "--no-build"
     assert set(out["files"]) == {
         "iolens_spank.c", "plugstack.conf", "taskprolog.sh", "iolens-slurm-hook", "hook.env",
-        "slurm.conf.iolens",
+        "slurm.conf.iolens", "iolens-seff-epilog", "epilog.env",
     }  # fmt: skip
     assert (d / "plugstack.conf").read_text().split() == [
         "optional", str(d / "iolens_spank.so"), f"lib={lib}", "spool=/var/spool/x"
@@ -47,6 +47,33 @@ def test_slurm_files_are_written_filled_in(tmp_path):
     conf = (d / "slurm.conf.iolens").read_text()
     assert f"PlugStackConfig={d / 'plugstack.conf'}" in conf
     assert f"PrologSlurmctld={d / 'iolens-slurm-hook'}" in conf
+    assert f"SrunEpilog={d / 'iolens-seff-epilog'}" in conf
+    # the epilog runs as the user: its settings are readable and hold no token
+    epilog_env = (d / "epilog.env").read_text()
+    assert epilog_env == "IOLENS_SERVER=http://srv:8470\n" and "sekret" not in epilog_env
+    assert (d / "epilog.env").stat().st_mode & 0o004
+
+
+def test_the_written_seff_epilog_reads_its_own_settings(tmp_path):
+    """The installed epilog finds the server in the epilog.env written beside it (a dead
+    port here: it says so on stderr when asked, prints nothing and exits 0)."""
+    from tests.loopback import free_port
+
+    lib = tmp_path / "libiolens.so"
+    lib.write_bytes(b"\x7fELF")
+    server = f"http://127.0.0.1:{free_port()}"
+    res = run_cli(
+        "site", "slurm-files", str(tmp_path / "site"), "--lib", str(lib), "--server", server,
+        "--no-build",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    env = {"PATH": os.environ["PATH"], "SLURM_JOB_ID": "7", "IOLENS_EPILOG_VERBOSE": "1"}
+    hook = subprocess.run(
+        ["python3", str(tmp_path / "site" / "iolens-seff-epilog"), "srun"],
+        env=env, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert hook.returncode == 0 and hook.stdout == ""
+    assert f"server {server} not reachable" in hook.stderr
 
 
 def test_taskprolog_preloads_once_and_honours_the_opt_out(tmp_path):

@@ -226,13 +226,24 @@ class Cluster:
             timeout=timeout,
         )
 
-    def sbatch(self, user: str, name: str, opts: str, wrap: str, wait: bool = True) -> Job:
-        """Submit `wrap` as a batch job; with `wait`, return once it has left the queue
-        (polled here: `sbatch --wait` backs off to half-minute polls)."""
+    def sbatch(
+        self,
+        user: str,
+        name: str,
+        opts: str,
+        wrap: str,
+        wait: bool = True,
+        env: dict[str, str] | None = None,
+    ) -> Job:
+        """Submit `wrap` as a batch job (with `env` exported, as the user's shell would);
+        with `wait`, return once it has left the queue (polled here: `sbatch --wait` backs
+        off to half-minute polls)."""
         out = self.jobs_dir / f"{name}-%j.out"
         t0 = time.monotonic()
+        exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in (env or {}).items())
         res = self.as_user(
-            user, f"sbatch --parsable -J {name} -o {out} {opts} --wrap {shlex.quote(wrap)}"
+            user,
+            f"{exports}sbatch --parsable -J {name} -o {out} {opts} --wrap {shlex.quote(wrap)}",
         )
         assert res.returncode == 0, res.stdout + res.stderr
         job = Job(res.stdout.strip().split(";")[0].splitlines()[0], name, user)

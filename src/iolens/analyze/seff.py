@@ -14,6 +14,7 @@ the next synchronisation, which is how the time is lost to the allocation.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from iolens.analyze import report as job_report
@@ -23,11 +24,14 @@ from iolens.store.base import Store
 RUNS = 10
 
 
-def seff(store: Store, job_id: str, runs: int = RUNS) -> dict[str, Any]:
-    """JSON-ready efficiency figures of `job_id`; NotFound for an unknown job."""
+def seff(
+    store: Store, job_id: str, runs: int = RUNS, now: datetime | None = None
+) -> dict[str, Any]:
+    """JSON-ready efficiency figures of `job_id`; NotFound for an unknown job. A job that
+    has not ended (the epilog of one of its steps asks) is measured up to `now`."""
     rep = job_report.build(store, job_id)
     cores = int(rep.nprocs or rep.nodes or 1)
-    runtime = float(rep.runtime_s or 0.0)
+    runtime = float(rep.runtime_s or 0.0) or _so_far(rep.start, rep.end, now)
     io = min(float(rep.io_time_s or 0.0), runtime) if runtime else float(rep.io_time_s or 0.0)
     ranked = [f for f in rep.findings if (f.get("gain") or {}).get("seconds") is not None]
     ranked.sort(key=lambda f: -float(f["gain"]["seconds"]))
@@ -38,6 +42,7 @@ def seff(store: Store, job_id: str, runs: int = RUNS) -> dict[str, Any]:
         "app": rep.app,
         "state": rep.state,
         "runtime_s": runtime or None,
+        "running": rep.end is None and runtime > 0,
         "cores": cores,
         "core_hours": round(runtime * cores / 3600, 3) if runtime else None,
         "io_time_s": round(io, 1),
@@ -50,6 +55,16 @@ def seff(store: Store, job_id: str, runs: int = RUNS) -> dict[str, Any]:
         "history": _history(store, rep, top, runs) if top else None,
     }
     return out
+
+
+def _so_far(start: datetime | None, end: datetime | None, now: datetime | None) -> float:
+    """Seconds from a running job's start to now (store times are naive UTC); 0 if unknown."""
+    if start is None or end is not None:
+        return 0.0
+    now = now or datetime.now(UTC).replace(tzinfo=None)
+    if start.tzinfo is not None:
+        now = now.replace(tzinfo=UTC)
+    return max((now - start).total_seconds(), 0.0)
 
 
 def _top(f: dict[str, Any]) -> dict[str, Any]:
@@ -100,8 +115,9 @@ def _history(store: Store, rep: Any, top: dict[str, Any], runs: int) -> dict[str
 def line(s: dict[str, Any]) -> str:
     """One line for a Slurm epilog or a terminal too narrow for the table."""
     share = f"{s['io_share']:.0%}" if s["io_share"] is not None else "?"
+    run = "the run so far" if s.get("running") else "the run"
     head = (
-        f"iolens: job {s['job_id']}: I/O {s['io_time_s']:.0f} s ({share} of the run), "
+        f"iolens: job {s['job_id']}: I/O {s['io_time_s']:.0f} s ({share} of {run}), "
         f"{s['io_core_hours']:.2f} core-h waiting on I/O"
     )
     t = s["top"]

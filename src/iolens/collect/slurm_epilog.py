@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""The `iolens seff` line at the end of a user's job: a Slurm SrunEpilog/TaskEpilog.
+"""The `iolens seff` line at the end of a user's job step: a Slurm SrunEpilog.
 
-A plain Epilog's output reaches no user, so the line comes from the epilogs that run as
-the user with the step's output: SrunEpilog (on the node that ran `srun`, after each job
-step; its stdout is srun's, so in a batch job the job's output file) and TaskEpilog (on
-the compute nodes after each task; Slurm passes its stdout lines starting with `print `
-on to the task's output, so only task 0 of the step answers). It asks the iolens server
-for the job's seff line (`GET /api/v1/jobs/ID/seff?format=line`) with a short timeout and
-prints it; when the server is slow, down, refuses the token or has no data for the job
-it prints nothing (`IOLENS_EPILOG_VERBOSE=1`: one `iolens: ...` note on stderr) and
-exits 0: an epilog must never fail the job or hold it up.
+A plain Epilog's output reaches no user, so the line comes from the epilog that runs as
+the user with the step's output: SrunEpilog, on the node that ran `srun`, after each job
+step; its stdout is srun's, so in a batch job the job's output file. (A TaskEpilog also
+runs as the user, but slurmstepd discards its output: only a TaskProlog's `print` lines
+reach the task's output. Seen on the mini cluster, Slurm 22.05: tests/cluster.) It asks
+the iolens server for the job's seff line (`GET /api/v1/jobs/ID/seff?format=line`) with a
+short timeout and prints it; when the server is slow, down, refuses the token or has no
+data for the job it prints nothing (`IOLENS_EPILOG_VERBOSE=1`: one `iolens: ...` note on
+stderr) and exits 0: an epilog must never fail the job or hold it up.
 
 Standard library only and no iolens import beyond this file: it starts in ~50 ms with
 the system's python3, on every step of every job.
@@ -35,7 +35,7 @@ from pathlib import Path
 
 DEFAULT_ENV = "/etc/iolens/epilog.env"
 DEFAULT_TIMEOUT = 3.0
-MODES = ("srun", "task")
+MODES = ("srun",)
 
 
 def settings(env: Mapping[str, str]) -> dict[str, str]:
@@ -54,12 +54,12 @@ def settings(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def mode_of(env: Mapping[str, str], arg: str | None = None) -> str | None:
-    """srun or task: the argument, else Slurm's SLURM_SCRIPT_CONTEXT (epilog_srun,
-    epilog_task); None for a context this is not meant for."""
+    """srun: the argument, else Slurm's SLURM_SCRIPT_CONTEXT (epilog_srun); None for a
+    context this is not meant for (a task epilog's output goes nowhere)."""
     if arg in MODES:
         return arg
     ctx = env.get("SLURM_SCRIPT_CONTEXT", "")
-    return next((m for m in MODES if ctx.endswith(f"_{m}")), None)
+    return next((m for m in MODES if ctx == f"epilog_{m}"), None)
 
 
 def token(s: Mapping[str, str]) -> str | None:
@@ -102,19 +102,19 @@ def fetch_line(s: Mapping[str, str]) -> tuple[str | None, str]:
 
 
 def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> int:
-    """Print the line (task mode: `print LINE`, task 0 only); always 0."""
+    """Print the line; always 0."""
     try:
         args = sys.argv[1:] if argv is None else argv
         s = settings(os.environ if env is None else env)
         mode = mode_of(s, args[0] if args else None)
-        if mode is None or (mode == "task" and s.get("SLURM_PROCID", "0") != "0"):
+        if mode is None:
             return 0
         text, why = fetch_line(s)
         if text is None:
             if s.get("IOLENS_EPILOG_VERBOSE") == "1":
                 print(f"iolens: no I/O summary: {why}", file=sys.stderr)
             return 0
-        print(f"print {text}" if mode == "task" else text, flush=True)
+        print(text, flush=True)
     except Exception as exc:  # never fail the job, whatever went wrong here
         if (env or os.environ).get("IOLENS_EPILOG_VERBOSE") == "1":
             print(f"iolens: no I/O summary: {json.dumps(str(exc))}", file=sys.stderr)

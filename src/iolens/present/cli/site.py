@@ -33,6 +33,7 @@ DEFAULT_SPOOL = Path("/var/spool/iolens/traces")  # the agent's default trace_sp
 SPANK_SRC = "iolens_spank.c"
 SPANK_SO = "iolens_spank.so"
 HOOK_ENV_DEFAULT = "/etc/iolens/hook.env"
+EPILOG_ENV_DEFAULT = "/etc/iolens/epilog.env"
 
 
 def _source(name: str) -> str:
@@ -91,6 +92,13 @@ def write_slurm_files(
         f"IOLENS_TOKEN={token}" if token else "# IOLENS_TOKEN=... one of the server's --agent-token"
     )
     put("hook.env", "\n".join(env) + "\n", 0o600)
+    # the I/O seff line at the end of each step; its settings are world-readable (no token)
+    epilog = files("iolens.collect").joinpath("slurm_epilog.py").read_text()
+    put("iolens-seff-epilog", epilog.replace(EPILOG_ENV_DEFAULT, str(dest / "epilog.env")), 0o755)
+    put(
+        "epilog.env",
+        f"IOLENS_SERVER={server}\n" if server else "# IOLENS_SERVER=http://iolens:8470\n",
+    )
     hook = dest / "iolens-slurm-hook"
     put(
         "slurm.conf.iolens",
@@ -98,7 +106,9 @@ def write_slurm_files(
         f"PlugStackConfig={dest / 'plugstack.conf'}\n"
         f"#TaskProlog={dest / 'taskprolog.sh'}\n"
         "# job start/end/nodes to the iolens server, once per job on the controller\n"
-        f"PrologSlurmctld={hook}\nEpilogSlurmctld={hook}\n",
+        f"PrologSlurmctld={hook}\nEpilogSlurmctld={hook}\n"
+        "# the job's I/O seff line at the end of each step, in the job's output\n"
+        f"SrunEpilog={dest / 'iolens-seff-epilog'}\n",
     )
     why = build_spank(src, dest / SPANK_SO, cc) if build else "--no-build"
     if why is None:
