@@ -113,6 +113,9 @@ TaskProlog=$MC/etc/taskprolog.sh
 SrunEpilog=$MC/site/iolens-seff-epilog
 PlugStackConfig=$plugstack
 MinJobAge=300
+# a rank that dies (Open MPI's start-up race, docs/accuracy.md) ends the step at once
+# instead of leaving the other ranks polling in MPI until the time limit
+KillOnBadExit=1
 KillWait=5
 InactiveLimit=0
 SlurmctldTimeout=30

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +70,14 @@ class Job:
     def records(self) -> list[dict[str, Any]]:
         """The JSON lines the job's programs printed."""
         return [json.loads(x) for x in self.out.splitlines() if x.startswith("{")]
+
+
+DIED = re.compile(r"srun: error: \S+: tasks? [\d,-]+: (Segmentation fault|Aborted|Bus error)")
+
+
+def survived(job: Job) -> bool:
+    """No rank of the job died of a signal (srun reports it in the job's output)."""
+    return not DIED.search(job.out)
 
 
 @dataclass
@@ -251,6 +261,33 @@ class Cluster:
             self.wait_gone(job)
             job.elapsed_s = time.monotonic() - t0
         return job
+
+    def sbatch_surviving(
+        self,
+        user: str,
+        name: str,
+        opts: str,
+        wrap: str,
+        crashed: list[Job] | None = None,
+        ok: Callable[[Job], bool] | None = None,
+    ) -> Job:
+        """A batch job made once more when it died (`ok`, default `survived`: no rank
+        killed by a signal).
+
+        Open MPI 4.1 (Debian 12) on this one-host cluster now and then calls a null
+        function pointer inside MPI_Init: a core dump shows the TCP BTL's receive callback
+        dispatching a fragment through its active-message table (`call *(%rax)`) before
+        the PML has registered that tag's callback; the tracer is not on the stack, and
+        untraced runs die the same way (docs/accuracy.md, "Rank deaths in MPI_Init"). The
+        dead run is kept in `crashed` and its output in $MC/crashed-ID.out, so a test
+        reports it rather than hiding it."""
+        job = self.sbatch(user, name, opts, wrap)
+        if (ok or survived)(job):
+            return job
+        if crashed is not None:
+            crashed.append(job)
+        (self.mc / f"crashed-{job.job_id}.out").write_text(job.out)
+        return self.sbatch(user, name, opts, wrap)
 
     def srun(self, user: str, name: str, opts: str, command: str) -> Job:
         """Run `command` with srun directly (no batch script); the job id comes from rank 0."""
