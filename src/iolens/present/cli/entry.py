@@ -10,6 +10,7 @@ failing with a traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 
 #: Commands that run on the light install (their modules import no analysis stack).
@@ -52,7 +53,14 @@ def light_app(name: str | None = None):  # type: ignore[no-untyped-def]
 
 
 def standalone(name: str, argv: list[str]) -> int:
-    """Run the store-free command `name` on `argv`; its exit status."""
+    """Run the store-free command `name` on `argv`; its exit status.
+
+    OpenBLAS (numpy's BLAS) starts a worker thread per core when numpy is imported; those
+    spin for a while at start-up (0.07-0.1 s of CPU on two cores, a sixth of a run) and
+    a Darshan diagnosis does no linear algebra, so one thread is asked for, unless the
+    user set a number (set before numpy is imported: read once, when OpenBLAS loads).
+    """
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from iolens.present.cli import darshan_log
 
     commands = {"darshan": darshan_log.main}
