@@ -57,7 +57,7 @@ def standalone(name: str, argv: list[str]) -> int:
     """Run the store-free command `name` on `argv`; its exit status.
 
     OpenBLAS (numpy's BLAS) starts a worker thread per core when numpy is imported; those
-    spin for a while at start-up (0.07-0.1 s of CPU on two cores, a sixth of a run) and
+    spin while the imports go on (about 0.1 s of CPU on two cores, a seventh of a run) and
     a Darshan diagnosis does no linear algebra, so one thread is asked for, unless the
     user set a number (set before numpy is imported: read once, when OpenBLAS loads).
     """
