@@ -53,7 +53,7 @@ PICKS = (
     "dlio_logs/snyder_python3_id3116902-2110366_12-19-66957-4077632997277538683_1.darshan",
 )
 BIN = Path(sys.executable).parent
-METHODS = ("iolens darshan", "drishti", "import", "baseline")
+METHODS = ("iolens darshan", "drishti", "import")
 
 
 def child(
@@ -108,8 +108,7 @@ def main() -> None:
         "--method",
         action="append",
         choices=METHODS,
-        help="only this method (repeatable; default: the first three, and baseline with "
-        "--baseline)",
+        help="only this method (repeatable; default: all three; --baseline adds its own)",
     )
     ap.add_argument(
         "--baseline",
@@ -120,11 +119,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.baseline is not None and not (args.baseline / "iolens" / "__init__.py").is_file():
         sys.exit(f"--baseline {args.baseline}: no iolens package there")
-    methods = tuple(
-        m
-        for m in METHODS
-        if (not args.method or m in args.method) and (m != "baseline" or args.baseline)
-    )
+    methods = tuple(m for m in METHODS if not args.method or m in args.method)
+    if args.baseline is not None:
+        methods += ("baseline",)
     base_env = {**os.environ, "PYTHONPATH": str(args.baseline)} if args.baseline else None
     # an installed package comes with its bytecode (pip compiles it), Drishti's too: without
     # it (PYTHONDONTWRITEBYTECODE, a source tree) every run would compile iolens again
