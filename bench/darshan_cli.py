@@ -15,6 +15,9 @@ Methods:
   drishti          `drishti LOG` 0.8 (what users run today; PyDarshan, rich)
   import           `iolens import darshan LOG --db NEW.duckdb --json`, a new store each run:
                    iolens's per-log path before `iolens darshan` (store, import, diagnosis)
+  baseline         `iolens darshan LOG --json` of another source tree (`--baseline SRC`, the
+                   `src` of an older commit: `git archive COMMIT src | tar -x -C DIR`), to
+                   measure a change before and after in the same rounds
 """
 
 from __future__ import annotations
@@ -53,11 +56,13 @@ BIN = Path(sys.executable).parent
 METHODS = ("iolens darshan", "drishti", "import")
 
 
-def child(cmd: list[str]) -> tuple[float, float, float, int, str]:
+def child(
+    cmd: list[str], env: dict[str, str] | None = None
+) -> tuple[float, float, float, int, str]:
     """Wall seconds, CPU seconds (user + system), peak RSS in MiB and exit status of a child
     process, from `wait4` (which includes the children it waited for), and its output."""
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     out = p.stdout.read() if p.stdout else ""
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
@@ -71,7 +76,7 @@ def child(cmd: list[str]) -> tuple[float, float, float, int, str]:
 
 
 def command(method: str, log: Path, tmp: Path, n: int) -> list[str]:
-    if method == "iolens darshan":
+    if method in ("iolens darshan", "baseline"):
         return [sys.executable, "-m", "iolens", "darshan", str(log), "--json"]
     if method == "drishti":
         return [str(BIN / "drishti"), str(log)]
@@ -103,10 +108,21 @@ def main() -> None:
         "--method",
         action="append",
         choices=METHODS,
-        help="only this method (repeatable; default: all three)",
+        help="only this method (repeatable; default: all three; --baseline adds its own)",
+    )
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="SRC",
+        help="also run `iolens darshan` with PYTHONPATH=SRC (another tree's src directory)",
     )
     args = ap.parse_args()
+    if args.baseline is not None and not (args.baseline / "iolens" / "__init__.py").is_file():
+        sys.exit(f"--baseline {args.baseline}: no iolens package there")
     methods = tuple(m for m in METHODS if not args.method or m in args.method)
+    if args.baseline is not None:
+        methods += ("baseline",)
+    base_env = {**os.environ, "PYTHONPATH": str(args.baseline)} if args.baseline else None
     # an installed package comes with its bytecode (pip compiles it), Drishti's too: without
     # it (PYTHONDONTWRITEBYTECODE, a source tree) every run would compile iolens again
     import compileall
@@ -114,6 +130,8 @@ def main() -> None:
     import iolens
 
     compileall.compile_dir(Path(iolens.__file__).parent, quiet=1)
+    if args.baseline is not None:
+        compileall.compile_dir(args.baseline / "iolens", quiet=1)
     logs = [
         LOGS / p
         for p in PICKS
@@ -132,7 +150,8 @@ def main() -> None:
                 order = methods[k:] + methods[:k]
                 for m in order:
                     n += 1
-                    wall, cpu, rss, code, out = child(command(m, log, Path(tmp), n))
+                    env = base_env if m == "baseline" else None
+                    wall, cpu, rss, code, out = child(command(m, log, Path(tmp), n), env)
                     if code != 0:
                         print(f"{m} failed on {log.name} ({code}): {out[-300:]}", file=sys.stderr)
                     runs[m][str(log)].append((wall, cpu, rss))

@@ -142,6 +142,7 @@ def test_imports_only_what_a_log_needs(tmp_path: Path) -> None:
         assert not {m for m in loaded if m.split(".")[0] in NOT_NEEDED}
         assert "pandas" in loaded and "iolens.analyze.darshan" in loaded  # read and diagnosed
         assert "iolens.analyze.findings" not in loaded  # the job rules: no Darshan titles
+        assert "iolens.analyze.jobreport" not in loaded  # nor the job report (savings)
         parsed = {"pycparser", "darshan"} & {m.split(".")[0] for m in loaded}
         assert parsed if first else not parsed, parsed
 

@@ -27,11 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from iolens.analyze.jobreport import JobReport
 from iolens.model.schema import layer_level_sql
-from iolens.store.base import Store
+
+if TYPE_CHECKING:  # annotations only: `iolens darshan` prices findings without either
+    from iolens.analyze.jobreport import JobReport
+    from iolens.store.base import Store
 
 #: Request size a small-I/O fix aims at (the recommendation says ">= 1 MiB").
 TARGET_REQUEST = 2**20

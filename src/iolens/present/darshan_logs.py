@@ -13,6 +13,7 @@ Nothing here opens a store or resolves a user: a log's uid stays a number.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,6 +192,16 @@ def _checked(path: Path, job: DarshanJob) -> DarshanJob:
     return job
 
 
+def _collect_from_now() -> None:
+    """The command's start-up (`cli.darshan_log.main`) runs with the cycle collector off;
+    once the modules are imported their objects are frozen (never traversed again: they
+    live as long as the process) and collection resumes for the logs' own objects. A
+    caller that left the collector on is left as it is."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
+
+
 def diagnose_logs(
     paths: Sequence[Path],
 ) -> tuple[list[JobDiagnosis], list[InputError]]:
@@ -207,6 +218,7 @@ def diagnose_logs(
     pending = ForkedRead(paths[0]) if paths else None
     import iolens.analyze.darshan  # noqa: F401  (while the first log is read)
 
+    _collect_from_now()
     for i, path in enumerate(paths):
         assert pending is not None
         current, pending = pending, ForkedRead(paths[i + 1]) if i + 1 < len(paths) else None

@@ -133,14 +133,15 @@ def small_share(c: pd.DataFrame, op: str) -> SmallShare | None:
     verb = op.lower()
     bytes_col = bytes_counter("POSIX", op)
     ops = total(c, f"POSIX_{op}S")
-    small = small_requests(c, op)
+    exact = exact_mib(c, op)  # once: `small_requests` is the bins less these
+    small = small_bins(c, op) - exact
     n_small = int(small.sum())
     if not n_small or n_small / ops <= T.SMALL_REQUESTS or n_small <= T.SMALL_REQUESTS_ABSOLUTE:
         return None
     files = per_file(c, {f"small_{verb}s": small, f"{verb}s": c[f"POSIX_{op}S"]})
     files["bytes"] = per_file(c, {"b": c[bytes_col]})["b"]
     files = files[files[f"small_{verb}s"] > 0]
-    return SmallShare(op, ops, n_small, int(exact_mib(c, op).sum()), total(c, bytes_col), files)
+    return SmallShare(op, ops, n_small, int(exact.sum()), total(c, bytes_col), files)
 
 
 def modules(job: DarshanJob) -> set[str]:
