@@ -174,7 +174,7 @@ def analyse(obs: Observatory, todo: list[Case]) -> tuple[list[Row], list[dict[st
         col = ", ".join(hit) if hit else "none fired"
         if others:
             col += f" (also: {', '.join(others)})"
-        rows.append(Row(case.label, col, before, pairs, pred))
+        rows.append(Row(case.label, col, before, pairs, pred, recommended=bool(hit)))
     return rows, detail
 
 

@@ -59,13 +59,16 @@ def verdict(before: float, pairs: Sequence[float], no_gain: float = NO_GAIN) -> 
 @dataclass
 class Row:
     """One change: its label, the finding column, and per pair the "before" run's I/O
-    time, the measured saving and the predicted one."""
+    time, the measured saving and the predicted one. `recommended`=False: no finding
+    recommended the change, so there is no estimate to score (a saving it would have
+    brought is a miss of the rules, reported apart: `Score.missed`)."""
 
     label: str
     finding: str
     before: list[float]
     pairs: list[float]
     predicted: list[float]
+    recommended: bool = True
     verdict: str = field(init=False)
     error: float | None = field(init=False, default=None)
 
@@ -73,7 +76,7 @@ class Row:
         if not (len(self.before) == len(self.pairs) == len(self.predicted) > 0):
             raise ValueError(f"{self.label}: before, pairs and predicted differ in length")
         self.verdict = verdict(statistics.median(self.before), self.pairs)
-        if self.verdict == "saved":
+        if self.verdict == "saved" and self.recommended:
             self.error = abs(self.predicted_median - self.measured) / self.measured
 
     @property
@@ -87,10 +90,12 @@ class Row:
     @property
     def wrong_sign(self) -> bool:
         """A saving that happened, predicted as none or as a cost."""
-        return self.verdict == "saved" and self.predicted_median <= 0
+        return self.verdict == "saved" and self.recommended and self.predicted_median <= 0
 
     def line(self) -> str:
         err = "-" if self.error is None else f"{self.error:.0%}"
+        if not self.recommended:
+            err = "- (no finding)"
         return (
             f"| {self.label} | {self.finding} | {statistics.median(self.before):.3f} | "
             f"{self.measured:.3f} [{min(self.pairs):.3f}, {max(self.pairs):.3f}] | "
@@ -114,6 +119,11 @@ class Score:
     def wrong(self) -> list[str]:
         return [r.label for r in self.rows if r.wrong_sign]
 
+    @property
+    def missed(self) -> list[str]:
+        """Changes that saved time which no finding recommended."""
+        return [r.label for r in self.rows if r.verdict == "saved" and not r.recommended]
+
     def table(self) -> str:
         pairs = sorted({len(r.pairs) for r in self.rows})
         med = self.median_error
@@ -122,6 +132,8 @@ class Score:
             if med is not None
             else "no change saved time: nothing to score"
         )
+        if self.missed:
+            tail += f"; saved time without a finding recommending it: {'; '.join(self.missed)}"
         n = "/".join(str(k) for k in pairs)
         return "\n".join(
             [*HEADER, *(r.line() for r in self.rows), "", f"{tail}; {n} pairs of runs each"]

@@ -39,17 +39,24 @@ def test_rows_are_scored_only_where_the_change_saved_time():
     assert saved.error == pytest.approx(0.1)
     cost = Row("b", "IOL004", [1.0, 1.0, 1.0], [-0.5, -0.4, -0.6], [0.0, 0.0, 0.0])
     assert cost.verdict == "cost" and cost.error is None and not cost.wrong_sign
-    missed = Row("c", "none fired", [8.0, 8.0, 8.0], [3.0, 2.5, 3.5], [0.0, 0.0, 0.0])
+    missed = Row("c", "IOL004", [8.0, 8.0, 8.0], [3.0, 2.5, 3.5], [0.0, 0.0, 0.0])
     assert missed.wrong_sign  # time saved, none promised
-    result = score([saved, cost, missed])
+    none = Row("d", "none fired", [8.0, 8.0, 8.0], [3.0, 2.5, 3.5], [0.0] * 3, recommended=False)
+    assert none.verdict == "saved" and none.error is None and not none.wrong_sign
+    result = score([saved, cost, missed, none])
     assert result.wrong == ["c"]
+    assert result.missed == ["d"]
     assert result.errors == pytest.approx([0.1, 1.0])
     assert result.median_error == pytest.approx(0.55)
     table = result.table().splitlines()
     assert table[0].startswith("| change | finding |")
     assert table[2] == "| a | IOL005 | 10.000 | 5.000 [4.000, 6.000] | saved | 4.500 | 10% |"
     assert table[3].endswith("| cost | 0.000 | - |")
-    assert table[-1] == "median error 55% over the 2 changes that saved time; 3 pairs of runs each"
+    assert table[5].endswith("| saved | 0.000 | - (no finding) |")
+    assert table[-1] == (
+        "median error 55% over the 2 changes that saved time; saved time without a finding "
+        "recommending it: d; 3 pairs of runs each"
+    )
     assert score([cost]).median_error is None
     assert "nothing to score" in score([cost]).table()
 
