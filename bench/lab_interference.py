@@ -28,7 +28,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -40,47 +39,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 from tests.lab.harness import Lab, run  # noqa: E402
 from tests.lab.observe import Observatory  # noqa: E402
 
-PROG = ROOT / "tests" / "cluster" / "progs" / "mpiio_bench.c"
-
-
-def build(out: Path) -> Path:
-    exe = out / "mpiio_bench"
-    out.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mpicc", "-O2", "-o", str(exe), str(PROG)], check=True)
-    return exe
-
-
-def mpi(
-    exe: Path, job: str, mode: str, where: Path, ranks: int, kib: int, blocks: int,
-    spool: Path, pause_ms: int = 0,
-) -> subprocess.Popen[str]:  # fmt: skip
-    """An MPI job under the tracer, as job `job`; prints its own JSON line."""
-    from iolens.tracefile import library_path
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("IOLENS_", "LD_PRELOAD"))}
-    env |= {
-        "LD_PRELOAD": str(library_path()),
-        "IOLENS_SPOOL": str(spool),
-        "IOLENS_JOB_ID": job,
-        "OMPI_MCA_btl": "self,vader",
-        "OMPI_MCA_rmaps_base_oversubscribe": "1",
-    }
-    where.mkdir(parents=True, exist_ok=True)
-    cmd = ["mpirun", "--allow-run-as-root", "-x", "LD_PRELOAD", "-x", "IOLENS_SPOOL",
-           "-x", "IOLENS_JOB_ID", "-np", str(ranks), str(exe), mode, str(where), str(kib),
-           str(blocks), "1", str(pause_ms)]  # fmt: skip
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
-
-
-def result(p: subprocess.Popen[str], timeout: float = 1800) -> dict[str, Any]:
-    out, _ = p.communicate(timeout=timeout)
-    assert p.returncode == 0, f"mpirun exited {p.returncode}: {out[-2000:]}"
-    line = next(x for x in out.splitlines() if x.startswith("{"))
-    return json.loads(line)
-
-
-def io_time(r: dict[str, Any]) -> float:
-    return float(r["write_s"]) + float(r["read_s"])
+from bench.lab_jobs import build, io_time, mpi, observed_lab, result, wait_free  # noqa: E402
 
 
 def run_rounds(args: argparse.Namespace, lab: Lab, obs: Observatory) -> list[dict[str, Any]]:
@@ -122,16 +81,6 @@ def run_rounds(args: argparse.Namespace, lab: Lab, obs: Observatory) -> list[dic
               f" culprit {io_time(c):.1f} s", flush=True)  # fmt: skip
         time.sleep(args.gap)
     return rounds
-
-
-def wait_free(disk: str | Path, need: int, timeout: float = 300) -> None:
-    """Until the chunkserver's disk has room for the next round: MooseFS frees an unlinked
-    file's chunks some time after the unlink, and a full chunkserver fails the writers."""
-    deadline = time.monotonic() + timeout
-    while shutil.disk_usage(disk).free < need / 0.9:
-        if time.monotonic() > deadline:
-            raise SystemExit(f"lab_interference: {disk} still lacks {need >> 20} MiB free")
-        time.sleep(5)
 
 
 def score(rounds: list[dict[str, Any]], culprits: dict[str, list[dict[str, Any]]]) -> dict:
@@ -223,21 +172,11 @@ class CpuCap:
 
 
 def run_lab(args: argparse.Namespace, state: Path) -> dict[str, Any]:
-    # The clients' caches would absorb the victim's writes (a 64 MiB job "wrote" in 0.1 s):
-    # direct I/O and the smallest write buffer make each call wait for the chunkserver.
-    os.environ.setdefault("LAB_MOUNT_OPTS", "-o mfscachemode=DIRECT,mfswritecachesize=16")
     # the shared chunkserver holds a round's files: a culprit that outlasts the victim
     os.environ.setdefault("LAB_DISK_MB", "2048")
-    lab = Lab(lab=state / "lab", port_base=args.port_base)
-    lab.up()
-    try:
-        obs = Observatory(
-            state / "iolens",
-            master=f"{lab.master['ip']}:{lab.master['cl_port']}",
-            nodes={n.name: n.ip for n in lab.nodes.values()},
-            port=args.port,
-        )
-        obs.start()
+    # direct-I/O node mounts (lab_jobs.DIRECT_MOUNT_OPTS): else the clients' caches absorb
+    # the victim's writes
+    with observed_lab(state, args.port_base, args.port, keep=args.keep) as (lab, obs):
         # The lab's chunkservers are faster than its FUSE clients, so two jobs contend on
         # the clients' CPU, not on the server; a duty-cycled chunkserver (stopped for
         # 1 - 1/capacity of every 0.2 s, alone and beside alike) is a server of finite
@@ -258,10 +197,6 @@ def run_lab(args: argparse.Namespace, state: Path) -> dict[str, Any]:
         out["capacity"] = args.capacity
         out["cs_cpu"] = args.cs_cpu
         return out
-    finally:
-        lab.stop_all()
-        if not args.keep:
-            lab.down()
 
 
 if __name__ == "__main__":

@@ -2,14 +2,10 @@
 
 For each recommendation this cluster can apply, the same program runs before and after
 the change, REPS times each, interleaved (before, after, before, after, ...), as an
-ordinary user through sbatch + srun with the tracer preloaded. iolens predicts the saving
-from each "before" run alone (the finding's `gain.seconds`, `analyze/savings.py`); the
-measurement is the programs' own clocks: that run's I/O time minus the next "after"
-run's, so each pair shares the machine's state. A site has history, so the store first
-sees one run of each "after" program. A change whose pairs do not agree on a saving of
-at least NO_GAIN of the I/O time made "no difference" here: its prediction is tabled, not
-scored (the noise is as large). The others are scored by relative error (medians over
-the pairs) and must be predicted with the right sign. The table goes to
+ordinary user through sbatch + srun with the tracer preloaded, scored by
+`tests/savings_check.py` (predicted from each "before" run alone, measured by the programs'
+own clocks pair by pair; changes that made no difference are tabled, not scored). A site
+has history, so the store first sees one run of each "after" program. The table goes to
 $IOLENS_MC/savings.md; docs/accuracy.md quotes it.
 
 Not applicable here, so not measured: striping (no Lustre), read-ahead (a Lustre client
@@ -20,7 +16,6 @@ call costs ~60 ms here, so the "before" run would take minutes).
 
 from __future__ import annotations
 
-import statistics
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,14 +23,11 @@ from datetime import UTC, datetime
 import pytest
 
 from tests.cluster.harness import Cluster, Job
+from tests.savings_check import MAX_MEDIAN_ERROR, Row, io_seconds, score
 
 pytestmark = pytest.mark.cluster
 
 REPS = 5
-#: The goal of issue 22: median relative error of the predicted saving, and the sign.
-MAX_MEDIAN_ERROR = 0.30
-#: A saving under this share of the I/O time is no gain (run-to-run noise is about that).
-NO_GAIN = 0.10
 #: Runs whose MPI start-up died and were made again (reported in the table, never hidden).
 CRASHED: list[Job] = []
 
@@ -66,13 +58,10 @@ def _cases(c: Cluster) -> list[Case]:
 
 
 def _io_seconds(job: Job) -> float:
-    """The program's own I/O time: the bench's write + read spans (rank 0 prints the
-    job's), the metadata program's slowest rank."""
+    """The program's own I/O time (`savings_check.io_seconds`)."""
     recs = job.records()
     assert recs, f"job {job.job_id} printed nothing: {job.out[-500:]}"
-    if "write_s" in recs[0]:
-        return float(recs[0]["write_s"] + recs[0]["read_s"])
-    return max(float(r["seconds"]) for r in recs)
+    return io_seconds(recs)
 
 
 @pytest.fixture(scope="module")
@@ -105,49 +94,20 @@ def _predicted(cluster: Cluster, case: Case) -> list[float]:
     return out
 
 
-def _verdict(before: float, pairs: list[float]) -> str:
-    """What the change did here: "saved" or "cost" when the median pair moved the I/O
-    time by NO_GAIN or more and 4 of 5 pairs agree, else "no difference" (the run-to-run
-    noise of this machine is of that size)."""
-    med = statistics.median(pairs)
-    agree = sum((x > 0) == (med > 0) for x in pairs) >= 0.8 * len(pairs)
-    if abs(med) < NO_GAIN * before or not agree:
-        return "no difference"
-    return "saved" if med > 0 else "cost"
-
-
 def test_predicted_savings_match_the_measured_ones(cluster, cases):
     rows = []
     for case in cases:
-        pred = _predicted(cluster, case)
         before = [_io_seconds(j) for j in case.runs["before"]]
-        pairs = [b - _io_seconds(a) for b, a in zip(before, case.runs["after"], strict=True)]
-        med_before = statistics.median(before)
-        rows.append((case, med_before, pairs, statistics.median(pred), _verdict(med_before, pairs)))
-    lines = [
-        "| change | finding | I/O time before (s) | measured saving (s), median [range] "
-        "| verdict | predicted (s) | error |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    errors, wrong = [], []
-    for case, before, pairs, pred, verdict in rows:
-        measured = statistics.median(pairs)
-        err = "-"
-        if verdict == "saved":
-            errors.append(abs(pred - measured) / measured)
-            err = f"{errors[-1]:.0%}"
-            if pred <= 0:
-                wrong.append(case.label)
-        lines.append(
-            f"| {case.label} | {case.code} | {before:.3f} | {measured:.3f} "
-            f"[{min(pairs):.3f}, {max(pairs):.3f}] | {verdict} | {pred:.3f} | {err} |"
-        )
-    med = statistics.median(errors) if errors else 0.0
-    lines.append(f"\nmedian error {med:.0%} over the {len(errors)} changes that saved time; "
-                 f"{REPS} pairs of runs each; runs whose MPI start-up died and were made "
-                 f"again: {len(CRASHED)} {[j.job_id for j in CRASHED]}")  # fmt: skip
-    (cluster.mc / "savings.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    assert errors, "no change saved time here: nothing to score\n" + "\n".join(lines)
-    assert not wrong, f"a saving predicted with the wrong sign: {wrong}\n" + "\n".join(lines)
-    assert med <= MAX_MEDIAN_ERROR, "\n".join(lines)
+        after = [_io_seconds(j) for j in case.runs["after"]]
+        pairs = [b - a for b, a in zip(before, after, strict=True)]
+        rows.append(Row(case.label, case.code, before, pairs, _predicted(cluster, case)))
+    result = score(rows)
+    table = result.table() + (
+        f"\nruns whose MPI start-up died and were made again: {len(CRASHED)} "
+        f"{[j.job_id for j in CRASHED]}"
+    )
+    (cluster.mc / "savings.md").write_text(table + "\n")
+    print(table)
+    assert result.errors, "no change saved time here: nothing to score\n" + table
+    assert not result.wrong, f"a saving predicted with the wrong sign: {result.wrong}\n" + table
+    assert result.median_error <= MAX_MEDIAN_ERROR, table

@@ -4,7 +4,8 @@
  * unlinks each, then removes the directory. Prints one JSON line with what it did and the
  * seconds it took (CLOCK_MONOTONIC around all of it).
  *
- *   mdstorm DIR N        (rank from SLURM_PROCID)
+ *   mdstorm DIR N        (rank from SLURM_PROCID, else Open MPI's OMPI_COMM_WORLD_RANK:
+ *                         the MooseFS lab starts it with mpirun, bench/lab_savings.py)
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,6 +21,8 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *job = getenv("SLURM_JOB_ID"), *rank = getenv("SLURM_PROCID");
+    if (!rank)
+        rank = getenv("OMPI_COMM_WORLD_RANK");
     int n = atoi(argv[2]);
     char dir[4096], path[4200];
     snprintf(dir, sizeof dir, "%s/md.%s.%s", argv[1], job ? job : "0", rank ? rank : "0");
