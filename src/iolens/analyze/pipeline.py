@@ -67,6 +67,7 @@ def analyze_jobs(
     summaries: list[dict[str, object]] = []
     failed: list[tuple[str, str, str]] = []  # (job, analysis, error)
     now = datetime.now(UTC).replace(tzinfo=None)
+    queries.refresh_traced_jobs(store, job_ids)  # trace-only jobs: all processes, not one
     reports = _diagnosed(store, job_ids, reports, everything, failed, span, on_step)
     box: list[dict[str, object] | None] = []  # the IO500 box, read once when first needed
     costs = savings.SystemCosts(store)  # the system's cost per byte, read once per day

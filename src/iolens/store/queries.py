@@ -7,6 +7,7 @@ store runs the same statements over views with the same table names.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,6 +56,41 @@ def unanalyzed_jobs(store: Store) -> list[str]:
     todo = store.query(sql, [now]).column("job_id").to_pylist()
     failing = failing_jobs(store, todo)
     return [j for j in todo if j not in failing]
+
+
+def refresh_traced_jobs(store: Store, job_ids: Iterable[str], state: str | None = None) -> None:
+    """Recompute nodes, process count and run time of tracer-only jobs from their records.
+
+    A trace ships one process at a time and its batch only adds a job nobody reported
+    (`Batch.keep_known_jobs`), so a job known only from traces (no scheduler) keeps the
+    first process's node, window and count until this widens it to all of them: the import
+    command calls it once per run, the analysis before it reports on a job."""
+    ids = pa.table({"job_id": pa.array(sorted(set(job_ids)), pa.string())})
+    if ids.num_rows == 0:
+        return
+    store.register("_iolens_traced", ids)
+    try:
+        agg = store.query("""
+            WITH traced AS (
+                SELECT job_id FROM jobs JOIN _iolens_traced USING (job_id)
+                WHERE source = 'tracer')
+            SELECT job_id, list(DISTINCT node ORDER BY node) AS nodes,
+                   count(DISTINCT (node, pid))::INTEGER AS nprocs,
+                   min(t_start) AS start, max(t_end) AS "end"
+            FROM client_io JOIN traced USING (job_id) GROUP BY job_id""")
+    finally:
+        store.unregister("_iolens_traced")
+    rows = agg.to_pylist()
+    if not rows:
+        return
+    with store.transaction():
+        for row in rows:
+            store.execute(
+                'UPDATE jobs SET nodes = ?, nprocs = ?, "start" = least("start", ?), '
+                '"end" = greatest("end", ?), state = coalesce(?, state) '
+                "WHERE job_id = ? AND source = 'tracer'",
+                [row["nodes"], row["nprocs"], row["start"], row["end"], state, row["job_id"]],
+            )
 
 
 def data_stamps(store: Store, job_ids: list[str]) -> dict[str, str]:

@@ -12,7 +12,6 @@ import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from iolens.errors import InputError
@@ -115,30 +114,6 @@ def _scheduled(store: Store, user: str, node: str, at: object) -> str | None:
         [user, node, at, at, at],
     ).to_pylist()
     return rows[0]["job_id"] if rows else None
-
-
-def refresh_traced_jobs(store: Store, job_ids: Iterable[str], state: str | None = None) -> None:
-    """Recompute nodes, process count and run time of tracer-only jobs from their records."""
-    ids = pa.table({"job_id": pa.array(sorted(set(job_ids)), pa.string())})
-    if ids.num_rows == 0:
-        return
-    store.register("_iolens_traced", ids)
-    try:
-        agg = store.query("""
-            SELECT job_id, list(DISTINCT node ORDER BY node) AS nodes,
-                   count(DISTINCT (node, pid))::INTEGER AS nprocs,
-                   min(t_start) AS start, max(t_end) AS "end"
-            FROM client_io JOIN _iolens_traced USING (job_id) GROUP BY job_id""")
-    finally:
-        store.unregister("_iolens_traced")
-    with store.transaction():
-        for row in agg.to_pylist():
-            store.execute(
-                'UPDATE jobs SET nodes = ?, nprocs = ?, "start" = least("start", ?), '
-                '"end" = greatest("end", ?), state = coalesce(?, state) '
-                "WHERE job_id = ? AND source = 'tracer'",
-                [row["nodes"], row["nprocs"], row["start"], row["end"], state, row["job_id"]],
-            )
 
 
 def job_ids_of(batch: Batch) -> list[str]:

@@ -39,6 +39,7 @@ def _load_traces(
     from iolens.analyze.pipeline import analyze_jobs
     from iolens.ingest.importers import trace
     from iolens.ingest.load import load
+    from iolens.store import queries
 
     files = trace.spool_files(paths)
     totals = {"files": 0, "skipped": 0, "records": 0, "bad": 0}
@@ -61,7 +62,7 @@ def _load_traces(
             final[process] = final.get(process, False) or not interim
             totals["records"] += counts.get("client_io", 0)
             jobs.update(trace.job_ids_of(batch))
-        trace.refresh_traced_jobs(store, jobs, state)
+        queries.refresh_traced_jobs(store, jobs, state)
         if jobs:
             analyze_jobs(store, sorted(jobs))
     totals["jobs"] = len(jobs)
