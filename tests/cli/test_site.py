@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from iolens.tracefile import decode_dir
 from tests.conftest import run_cli
+from tests.tracer.conftest import needs_cc, tracer_lib  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 SPANK_H = Path("/usr/include/slurm/spank.h")
@@ -35,7 +37,7 @@ def test_slurm_files_are_written_filled_in(tmp_path):
     assert out["spank_built"] is False and out["spank_not_built_because"] == "--no-build"
     assert set(out["files"]) == {
         "iolens_spank.c", "plugstack.conf", "taskprolog.sh", "iolens-slurm-hook", "hook.env",
-        "slurm.conf.iolens", "iolens-seff-epilog", "epilog.env",
+        "slurm.conf.iolens", "iolens-seff-epilog", "iolens_seff_epilog.py", "epilog.env",
     }  # fmt: skip
     assert (d / "plugstack.conf").read_text().split() == [
         "optional", str(d / "iolens_spank.so"), f"lib={lib}", "spool=/var/spool/x"
@@ -69,7 +71,7 @@ def test_the_written_seff_epilog_reads_its_own_settings(tmp_path):
     assert res.returncode == 0, res.stderr
     env = {"PATH": os.environ["PATH"], "SLURM_JOB_ID": "7", "IOLENS_EPILOG_VERBOSE": "1"}
     hook = subprocess.run(
-        ["python3", str(tmp_path / "site" / "iolens-seff-epilog"), "srun"],
+        [str(tmp_path / "site" / "iolens-seff-epilog"), "srun"],
         env=env, capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert hook.returncode == 0 and hook.stdout == ""
@@ -140,3 +142,32 @@ def test_site_topology_sample_load_and_show(tmp_path):
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert res.stderr.strip() == f"error: {bad}: forwarders[0] (f).peak_bw: not a rate: 'fast'"
     assert not (tmp_path / "new.duckdb").exists()
+
+
+@needs_cc
+def test_the_seff_epilog_stays_out_of_the_jobs_io(tmp_path, tracer_lib):  # noqa: F811
+    """srun's environment preloads the tracer, and an epilog's Python start-up is about a
+    thousand stats and opens: the wrapper turns the tracer off for it. Against the same
+    interpreter run as the epilog used to be (python3 on the file, traced)."""
+    from tests.loopback import free_port
+
+    lib = tmp_path / "libiolens.so"
+    lib.write_bytes(b"\x7fELF")
+    site = tmp_path / "site"
+    res = run_cli(
+        "site", "slurm-files", str(site), "--lib", str(lib),
+        "--server", f"http://127.0.0.1:{free_port()}", "--no-build",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+
+    def traced_calls(cmd: list[str], spool: Path) -> int:
+        spool.mkdir()
+        env = {"PATH": os.environ["PATH"], "SLURM_JOB_ID": "7", "LD_PRELOAD": str(tracer_lib),
+               "IOLENS_SPOOL": str(spool), "IOLENS_JOB_ID": "7"}  # fmt: skip
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stdout == "", done.stderr
+        return sum(t.client_io.num_rows for t in decode_dir(spool))
+
+    wrapped = traced_calls([str(site / "iolens-seff-epilog"), "srun"], tmp_path / "a")
+    bare = traced_calls(["python3", str(site / "iolens_seff_epilog.py"), "srun"], tmp_path / "b")
+    assert bare > 100 and wrapped <= 10, (bare, wrapped)

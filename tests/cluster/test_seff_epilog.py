@@ -1,10 +1,10 @@
 """The I/O seff line at the end of a real Slurm job step (issue 22, part 3).
 
 The mini cluster installs the files `iolens site slurm-files` writes, with `SrunEpilog`
-set to the seff epilog (scripts/minicluster.sh). A user's batch job writes 64 MiB in a
-traced step, waits until the server has its data, then runs a second step whose task
-output goes to a file of its own: the epilog's line must appear in the batch output
-(srun's stdout, not the task's), and be the server's line for this job.
+set to the seff epilog (scripts/minicluster.sh). A user's batch job writes 16 MiB in
+synchronous 4 KiB writes in a traced step, waits until the server has its data, then runs
+a second step whose task output goes to a file of its own: the epilog's line must appear
+in the batch output (srun's stdout, not the task's), and be the server's line for this job.
 
 A TaskEpilog was tried the same way and is not offered: slurmstepd discards its output
 (the second step's task file stayed empty; only a TaskProlog's `print` lines are passed on).
@@ -46,7 +46,10 @@ def test_srun_epilog_prints_the_seff_line_in_the_jobs_output(cluster: Cluster) -
         pytest.skip("this iolens has no user accounts (iolens user add)")
     d = cluster.jobs_dir
     script = (
-        f"srun dd if=/dev/zero of={d}/seff-$SLURM_JOB_ID bs=1M count=64 conv=fsync 2>/dev/null; "
+        # synchronous 4 KiB writes: I/O time well above the line's 0.1 s rounding (a job
+        # whose I/O rounds to 0 s and has no finding gets no line, by design)
+        f"srun dd if=/dev/zero of={d}/seff-$SLURM_JOB_ID bs=4k count=4096 oflag=dsync "
+        "2>/dev/null; "
         f"while [ ! -e {d}/go-$SLURM_JOB_ID ]; do sleep 0.5; done; "
         f"srun -o {d}/seff-task-%j.out true; rm -f {d}/seff-$SLURM_JOB_ID"
     )

@@ -34,6 +34,7 @@ SPANK_SRC = "iolens_spank.c"
 SPANK_SO = "iolens_spank.so"
 HOOK_ENV_DEFAULT = "/etc/iolens/hook.env"
 EPILOG_ENV_DEFAULT = "/etc/iolens/epilog.env"
+EPILOG_PY = "iolens_seff_epilog.py"
 
 
 def _source(name: str) -> str:
@@ -92,9 +93,17 @@ def write_slurm_files(
         f"IOLENS_TOKEN={token}" if token else "# IOLENS_TOKEN=... one of the server's --agent-token"
     )
     put("hook.env", "\n".join(env) + "\n", 0o600)
-    # the I/O seff line at the end of each step; its settings are world-readable (no token)
+    # the I/O seff line at the end of each step; its settings are world-readable (no token).
+    # srun's environment preloads the tracer: the wrapper keeps the epilog's own start-up
+    # (a Python interpreter's ~1,000 stats and opens) out of the job's I/O
     epilog = files("iolens.collect").joinpath("slurm_epilog.py").read_text()
-    put("iolens-seff-epilog", epilog.replace(EPILOG_ENV_DEFAULT, str(dest / "epilog.env")), 0o755)
+    py = put(EPILOG_PY, epilog.replace(EPILOG_ENV_DEFAULT, str(dest / "epilog.env")), 0o755)
+    put(
+        "iolens-seff-epilog",
+        "#!/bin/sh\n# SrunEpilog: the job's I/O seff line (not part of the job's I/O)\n"
+        f'IOLENS_DISABLE=1 exec python3 {shlex.quote(str(py))} "$@"\n',
+        0o755,
+    )
     put(
         "epilog.env",
         f"IOLENS_SERVER={server}\n" if server else "# IOLENS_SERVER=http://iolens:8470\n",
