@@ -12,7 +12,9 @@ data for the job it prints nothing (`IOLENS_EPILOG_VERBOSE=1`: one `iolens: ...`
 stderr) and exits 0: an epilog must never fail the job or hold it up.
 
 Standard library only and no iolens import beyond this file: it starts in ~50 ms with
-the system's python3, on every step of every job.
+the system's python3, on every step of every job. Run it with the tracer off (`IOLENS_DISABLE=1`,
+as the wrapper `iolens site slurm-files` writes does): srun's environment preloads the
+tracer, and the interpreter's start-up is not the job's I/O.
 
 Settings (environment, or `KEY=VALUE` lines of IOLENS_EPILOG_ENV, default
 /etc/iolens/epilog.env: world-readable, so no secret in it):
