@@ -34,17 +34,22 @@ def _traced(lib: Path, spool: Path, out: Path, mib: int) -> None:
     )  # fmt: skip
 
 
+def _two_processes(lib: Path, tmp_path: Path) -> list:
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    _traced(lib, spool, tmp_path / "a", 2)  # a short first process ...
+    time.sleep(1.2)
+    _traced(lib, spool, tmp_path / "b", 8)  # ... and a later, bigger one
+    traces = sorted(decode_dir(spool), key=lambda t: t.client_io.column("t_start")[0].as_py())
+    assert len(traces) == 2
+    return traces
+
+
 def test_analysis_widens_a_trace_only_job_to_all_its_processes(
     tracer_lib: Path,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    spool = tmp_path / "spool"
-    spool.mkdir()
-    _traced(tracer_lib, spool, tmp_path / "a", 2)  # a short first process ...
-    time.sleep(1.2)
-    _traced(tracer_lib, spool, tmp_path / "b", 8)  # ... and a later, bigger one
-    traces = sorted(decode_dir(spool), key=lambda t: t.client_io.column("t_start")[0].as_py())
-    assert len(traces) == 2
+    traces = _two_processes(tracer_lib, tmp_path)
     first_start = min(t.client_io.column("t_start")[0].as_py() for t in traces)
     last_end = max(max(t.client_io.column("t_end").to_pylist()) for t in traces)
     with open_store(str(tmp_path / "s.duckdb"), create=True) as store:
@@ -60,3 +65,26 @@ def test_analysis_widens_a_trace_only_job_to_all_its_processes(
     assert row["nprocs"] == 2
     assert row["start"] <= first_start and row["end"] >= last_end
     assert summary[0]["write_bytes"] == 10 * 2**20  # both processes' bytes, not the first's
+
+
+def test_a_scaled_out_datasets_job_rows_stay_as_its_ingest_servers_wrote_them(
+    tracer_lib: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """A dataset's jobs table belongs to its ingest servers (read-only to the analysis):
+    the analysis still runs and summarises the job from all its records."""
+    from iolens.ingest.load import load_segments
+    from iolens.store.dataset import DatasetStore
+    from iolens.store.segments import SegmentWriter
+
+    traces = _two_processes(tracer_lib, tmp_path)
+    root = tmp_path / "ds"
+    with SegmentWriter(root, "g1", fsync=False) as w:
+        for t in traces:
+            load_segments(w, [batch_of(t)])
+    with DatasetStore(root) as ds:
+        analyze_jobs(ds, [JOB])
+        summary = ds.query(
+            "SELECT write_bytes FROM job_summaries WHERE job_id = ?", [JOB]
+        ).to_pylist()
+    assert summary and summary[0]["write_bytes"] == 10 * 2**20

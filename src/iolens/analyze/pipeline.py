@@ -15,7 +15,7 @@ from iolens.analyze.findings import JOB_RULES, JobRule
 from iolens.analyze.jobreport import JobReport
 from iolens.analyze.jobs import diagnose_jobs
 from iolens.analyze.jobs.usage import Span
-from iolens.errors import IolensError
+from iolens.errors import IolensError, StoreError
 from iolens.model.finding import Finding, findings_table
 from iolens.model.schema import ANALYSIS_ERRORS, JOB_SUMMARIES
 from iolens.store import queries
@@ -67,7 +67,7 @@ def analyze_jobs(
     summaries: list[dict[str, object]] = []
     failed: list[tuple[str, str, str]] = []  # (job, analysis, error)
     now = datetime.now(UTC).replace(tzinfo=None)
-    queries.refresh_traced_jobs(store, job_ids)  # trace-only jobs: all processes, not one
+    _widen_traced_jobs(store, job_ids)
     reports = _diagnosed(store, job_ids, reports, everything, failed, span, on_step)
     box: list[dict[str, object] | None] = []  # the IO500 box, read once when first needed
     costs = savings.SystemCosts(store)  # the system's cost per byte, read once per day
@@ -153,6 +153,16 @@ def _estimate(
         if s is not None:
             f.gain = {**(f.gain or {}), **s.gain(ctx.cores)}
     mine.sort(key=lambda rf: -float((rf[1].gain or {}).get("seconds") or -1.0))
+
+
+def _widen_traced_jobs(store: Store, job_ids: list[str]) -> None:
+    """Trace-only jobs' rows from all their processes, not the first one shipped
+    (`queries.refresh_traced_jobs`). A scaled-out dataset's jobs belong to its ingest
+    servers and are read-only to the analysis: there they stay as stored."""
+    try:
+        queries.refresh_traced_jobs(store, job_ids)
+    except StoreError as exc:
+        log.info("trace-only job rows not widened: %s", exc)
 
 
 #: Failures that leave the job without a summary (a rule's failure does not).
