@@ -67,24 +67,34 @@ def test_analysis_widens_a_trace_only_job_to_all_its_processes(
     assert summary[0]["write_bytes"] == 10 * 2**20  # both processes' bytes, not the first's
 
 
-def test_a_scaled_out_datasets_job_rows_stay_as_its_ingest_servers_wrote_them(
+def test_a_scaled_out_datasets_view_shows_the_widened_row(
     tracer_lib: Path,  # noqa: F811
     tmp_path: Path,
 ) -> None:
     """A dataset's jobs table belongs to its ingest servers (read-only to the analysis):
-    the analysis still runs and summarises the job from all its records."""
+    the widened row goes to `traced_jobs`, the jobs view reads through it, and a new
+    reader of the published results sees it too."""
     from iolens.ingest.load import load_segments
     from iolens.store.dataset import DatasetStore
     from iolens.store.segments import SegmentWriter
 
     traces = _two_processes(tracer_lib, tmp_path)
+    first_start = min(t.client_io.column("t_start")[0].as_py() for t in traces)
+    last_end = max(max(t.client_io.column("t_end").to_pylist()) for t in traces)
     root = tmp_path / "ds"
     with SegmentWriter(root, "g1", fsync=False) as w:
         for t in traces:
             load_segments(w, [batch_of(t)])
     with DatasetStore(root) as ds:
+        assert queries.job(ds, JOB)["nprocs"] == 1  # the segments hold the first process's
         analyze_jobs(ds, [JOB])
         summary = ds.query(
             "SELECT write_bytes FROM job_summaries WHERE job_id = ?", [JOB]
         ).to_pylist()
+        analyze_jobs(ds, [JOB])  # again: one widened row, not two
+        assert ds.query("SELECT count(*) AS n FROM traced_jobs").to_pylist() == [{"n": 1}]
     assert summary and summary[0]["write_bytes"] == 10 * 2**20
+    with DatasetStore(root, read_only=True) as fresh:
+        row = queries.job(fresh, JOB)
+    assert row["nprocs"] == 2 and row["source"] == "tracer"
+    assert row["start"] <= first_start and row["end"] >= last_end

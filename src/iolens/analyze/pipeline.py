@@ -157,12 +157,12 @@ def _estimate(
 
 def _widen_traced_jobs(store: Store, job_ids: list[str]) -> None:
     """Trace-only jobs' rows from all their processes, not the first one shipped
-    (`queries.refresh_traced_jobs`). A scaled-out dataset's jobs belong to its ingest
-    servers and are read-only to the analysis: there they stay as stored."""
+    (`queries.refresh_traced_jobs`). A store that cannot take the widened rows (an older
+    dataset's results, a read-only copy) keeps the rows as stored: the analysis goes on."""
     try:
         queries.refresh_traced_jobs(store, job_ids)
     except StoreError as exc:
-        log.info("trace-only job rows not widened: %s", exc)
+        log.warning("trace-only job rows not widened: %s", exc)
 
 
 #: Failures that leave the job without a summary (a rule's failure does not).

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 #: Bumped whenever a table or column changes; the store migrates older files.
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 TS = pa.timestamp("us")
 
@@ -534,6 +534,19 @@ SUBSCRIPTIONS = pa.schema(
     ]
 )
 
+#: A trace-only job's row widened to all its processes (`store.queries.refresh_traced_jobs`)
+#: where the analysis may not change `jobs`: on a scaled-out dataset the ingest servers own
+#: it, and its view reads these columns through this table.
+TRACED_JOBS = pa.schema(
+    [
+        pa.field("job_id", pa.string(), nullable=False),
+        pa.field("nodes", pa.list_(pa.string())),
+        pa.field("nprocs", pa.int32()),
+        pa.field("start", TS),
+        pa.field("end", TS),
+    ]
+)
+
 #: Every table of the store, by name.
 TABLES: dict[str, pa.Schema] = {
     "components": COMPONENTS,
@@ -561,4 +574,5 @@ TABLES: dict[str, pa.Schema] = {
     "users": USERS,
     "analysis_errors": ANALYSIS_ERRORS,
     "subscriptions": SUBSCRIPTIONS,
+    "traced_jobs": TRACED_JOBS,
 }

@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from iolens.errors import StoreError
-from iolens.model.schema import MERGED_BY_KEY
+from iolens.model.schema import MERGED_BY_KEY, TABLES
 from iolens.store.dataset_layout import (
     COMPACTED,
     MERGED,
@@ -503,6 +503,11 @@ def second_pass_ratios(
     jobs = view_sql("jobs", root, snap.files.get("jobs", []))
     if not jobs:
         raise StoreError(f"{root} has no jobs")
+    widened = _results_table(root, "traced_jobs")  # the jobs view reads through it
+    if widened is not None:
+        con.execute(f"CREATE TEMP VIEW traced_jobs AS SELECT * FROM read_parquet('{widened}')")
+    else:
+        con.register("traced_jobs", TABLES["traced_jobs"].empty_table())
     con.execute(f"CREATE TEMP VIEW jobs AS {jobs}")
     con.execute(f"CREATE TEMP VIEW client_io AS {view_sql('client_io', root, raw, merged)}")
     if by == "io_mode":

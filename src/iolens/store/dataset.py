@@ -82,6 +82,9 @@ class DatasetStore:
     analysis hand the journal back to the process that owns the results).
     """
 
+    #: the tables the ingest servers own; the analysis widens trace-only jobs beside them
+    read_only_tables = INGEST_TABLES
+
     def __init__(
         self,
         root: str | Path,

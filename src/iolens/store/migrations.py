@@ -173,6 +173,15 @@ MIGRATIONS: list[tuple[int, str]] = [
             rank INTEGER, hints VARCHAR NOT NULL);
         """,
     ),
+    (
+        # issue 22: trace-only jobs widened where `jobs` is read-only (a scaled-out dataset)
+        13,
+        """
+        CREATE TABLE traced_jobs (
+            job_id VARCHAR NOT NULL, nodes VARCHAR[], nprocs INTEGER, "start" TIMESTAMP,
+            "end" TIMESTAMP);
+        """,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

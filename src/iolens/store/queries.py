@@ -64,7 +64,9 @@ def refresh_traced_jobs(store: Store, job_ids: Iterable[str], state: str | None 
     A trace ships one process at a time and its batch only adds a job nobody reported
     (`Batch.keep_known_jobs`), so a job known only from traces (no scheduler) keeps the
     first process's node, window and count until this widens it to all of them: the import
-    command calls it once per run, the analysis before it reports on a job."""
+    command calls it once per run, the analysis before it reports on a job. Where `jobs`
+    is not the analysis's to change (a scaled-out dataset: `read_only_tables`), the widened
+    rows go to `traced_jobs`, through which that store's jobs view reads."""
     ids = pa.table({"job_id": pa.array(sorted(set(job_ids)), pa.string())})
     if ids.num_rows == 0:
         return
@@ -72,25 +74,43 @@ def refresh_traced_jobs(store: Store, job_ids: Iterable[str], state: str | None 
     try:
         agg = store.query("""
             WITH traced AS (
-                SELECT job_id FROM jobs JOIN _iolens_traced USING (job_id)
-                WHERE source = 'tracer')
-            SELECT job_id, list(DISTINCT node ORDER BY node) AS nodes,
-                   count(DISTINCT (node, pid))::INTEGER AS nprocs,
-                   min(t_start) AS start, max(t_end) AS "end"
-            FROM client_io JOIN traced USING (job_id) GROUP BY job_id""")
+                SELECT job_id, "start", "end" FROM jobs JOIN _iolens_traced USING (job_id)
+                WHERE source = 'tracer'),
+            spans AS (
+                SELECT job_id, list(DISTINCT node ORDER BY node) AS nodes,
+                       count(DISTINCT (node, pid))::INTEGER AS nprocs,
+                       min(t_start) AS t0, max(t_end) AS t1
+                FROM client_io JOIN traced USING (job_id) GROUP BY job_id)
+            SELECT job_id, nodes, nprocs, least(t."start", t0) AS "start",
+                   greatest(t."end", t1) AS "end"
+            FROM spans JOIN traced AS t USING (job_id) ORDER BY job_id""")
     finally:
         store.unregister("_iolens_traced")
-    rows = agg.to_pylist()
-    if not rows:
+    if agg.num_rows == 0:
+        return
+    if "jobs" in getattr(store, "read_only_tables", ()):
+        _widen_read_only_jobs(store, agg)
         return
     with store.transaction():
-        for row in rows:
+        for row in agg.to_pylist():
             store.execute(
-                'UPDATE jobs SET nodes = ?, nprocs = ?, "start" = least("start", ?), '
-                '"end" = greatest("end", ?), state = coalesce(?, state) '
-                "WHERE job_id = ? AND source = 'tracer'",
+                'UPDATE jobs SET nodes = ?, nprocs = ?, "start" = ?, "end" = ?, '
+                "state = coalesce(?, state) WHERE job_id = ? AND source = 'tracer'",
                 [row["nodes"], row["nprocs"], row["start"], row["end"], state, row["job_id"]],
             )
+
+
+def _widen_read_only_jobs(store: Store, rows: pa.Table) -> None:
+    """`rows` replace the jobs' earlier widened rows in `traced_jobs`."""
+    store.register("_iolens_widened", rows)
+    try:
+        with store.transaction():
+            store.execute(
+                "DELETE FROM traced_jobs WHERE job_id IN (SELECT job_id FROM _iolens_widened)"
+            )
+            store.append("traced_jobs", rows)
+    finally:
+        store.unregister("_iolens_widened")
 
 
 def data_stamps(store: Store, job_ids: list[str]) -> dict[str, str]:

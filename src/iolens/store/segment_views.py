@@ -73,6 +73,24 @@ def merged_by_key_sql(table: str, src: str) -> str:
     return f'SELECT "{key}", {picks}, max({seq}) AS {SEQ} FROM {src} GROUP BY "{key}"'
 
 
+#: Columns of a trace-only job the analysis widens to all its processes (`traced_jobs`).
+_WIDENED = ("nodes", "nprocs", "start", "end")
+
+
+def _with_traced_widening(rows: str) -> str:
+    """Jobs over `rows` with a trace-only job's span and size as the analysis widened
+    them (`store.queries.refresh_traced_jobs` writes `traced_jobs`; the segments keep the
+    first process's view, which no reader should take for the job)."""
+    cols = ", ".join(
+        f'CASE WHEN j.source = \'tracer\' AND w.job_id IS NOT NULL THEN w."{c}" ELSE j."{c}" END'
+        f' AS "{c}"'
+        if c in _WIDENED
+        else f'j."{c}"'
+        for c in TABLES["jobs"].names
+    )
+    return f"SELECT {cols} FROM ({rows}) AS j LEFT JOIN traced_jobs AS w USING (job_id)"
+
+
 def view_sql(table: str, root: Path, files: Sequence[str], merged: Sequence[str] = ()) -> str:
     """SELECT giving `table` in model form over segment files (None: no files)."""
     cols = columns_sql(table)
@@ -91,7 +109,7 @@ def view_sql(table: str, root: Path, files: Sequence[str], merged: Sequence[str]
             for c in TABLES["jobs"].names
             if c != "job_id"
         )
-        return f"SELECT job_id, {picks} FROM {src} AS r GROUP BY job_id"
+        return _with_traced_widening(f"SELECT job_id, {picks} FROM {src} AS r GROUP BY job_id")
     if table in MERGED_BY_KEY:
         return f"SELECT {cols} FROM ({merged_by_key_sql(table, src)})"
     sql = f"SELECT {_typed_cols(table)} FROM {src}" if files else ""
