@@ -9,8 +9,9 @@ cs<label>), so they share it as two jobs on one OST do:
 
 - the victim: `--victim-ranks` ranks each writing then reading its own file (N-N), on
   node c1;
-- the culprit: `--culprit-ranks` ranks writing one shared file collectively (N-1), on node
-  c3, started `--lead` seconds before the victim and long enough to cover it.
+- the culprit: `--culprit-ranks` ranks writing one shared file collectively (N-1; `--culprit-
+  mode n1i`: independent calls, each rank a stream of its own), on node c3, started
+  `--lead` seconds before the victim and long enough to cover it.
 
 Each round runs the victim alone (the control), then beside the culprit. Measured
 slowdown: the victim's I/O time (its own `write_s + read_s`, MPI_Wtime around its data
@@ -24,6 +25,7 @@ Goal (issue 20): the estimate within 25 % of the measured slowdown.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -67,8 +69,8 @@ def run_rounds(args: argparse.Namespace, lab: Lab, obs: Observatory) -> list[dic
         vargs = (args.victim_ranks, args.victim_kib, args.victim_blocks, obs.trace_spool)
         alone = result(mpi(exe, f"v{k}alone", "nn", dirs["victim"] / "a", *vargs))
         time.sleep(args.gap)
-        culprit = mpi(exe, f"c{k}", "n1", dirs["culprit"], args.culprit_ranks, args.culprit_kib,
-                      args.culprit_blocks, obs.trace_spool)  # fmt: skip
+        culprit = mpi(exe, f"c{k}", args.culprit_mode, dirs["culprit"], args.culprit_ranks,
+                      args.culprit_kib, args.culprit_blocks, obs.trace_spool)  # fmt: skip
         time.sleep(args.lead)
         beside = result(mpi(exe, f"v{k}with", "nn", dirs["victim"] / "w", *vargs))
         c = result(culprit)
@@ -123,10 +125,19 @@ def main() -> None:
     p.add_argument("--victim-kib", type=int, default=1024)
     p.add_argument("--victim-blocks", type=int, default=64)
     p.add_argument("--culprit-ranks", type=int, default=8)
+    p.add_argument(
+        "--culprit-mode", default="n1", choices=("n1", "n1i", "nn"),
+        help="the culprit's shared file written collectively (n1) or independently (n1i), "
+        "or a file per rank (nn)",
+    )  # fmt: skip
     p.add_argument("--culprit-kib", type=int, default=4096)
     p.add_argument("--culprit-blocks", type=int, default=32)
     p.add_argument("--lead", type=float, default=1.0)
     p.add_argument("--cs-cpu", type=float, default=0.0, help="cap the shared chunkserver's CPU")
+    p.add_argument(
+        "--cs-disk-mib", type=float, default=0.0,
+        help="hold the shared chunkserver's disk to this many MiB/s (sync writes, blkio)",
+    )  # fmt: skip
     p.add_argument(
         "--capacity", type=float, default=1.0,
         help="slow the shared chunkserver this many times for the whole run (duty cycle)",
@@ -151,6 +162,32 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1, default=str))
     print(json.dumps({k: v for k, v in out.items() if k not in ("rounds", "culprits")}))
+
+
+class DiskCap:
+    """The shared chunkserver's disk held to `mib_s` MiB/s: its file system remounted
+    `sync` (every chunk write reaches the loop device in the writing thread, which cgroup
+    v1 charges to the chunkserver; through the page cache the kernel's flusher would write
+    it, uncharged, docs/lab.md) and a blkio throttle on the loop device for its cgroup. A
+    disk of finite bandwidth the two jobs share, as two jobs on one OST share its disks."""
+
+    def __init__(self, lab: Lab, cs: Any, mib_s: float) -> None:
+        self.lab, self.cs = lab, cs
+        st = os.stat(cs.loop)
+        self.dev = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+        run(["mount", "-o", "remount,sync", cs.disk])
+        self.dir = lab._cgroup("blkio", cs)
+        bps = int(mib_s * (1 << 20))
+        for k in ("read_bps_device", "write_bps_device"):
+            (self.dir / f"blkio.throttle.{k}").write_text(f"{self.dev} {bps}")
+        (self.dir / "cgroup.procs").write_text(str(cs.pid))
+
+    def stop(self) -> None:
+        for k in ("read_bps_device", "write_bps_device"):
+            with contextlib.suppress(OSError):
+                (self.dir / f"blkio.throttle.{k}").write_text(f"{self.dev} 0")
+        self.lab._move_back("blkio", self.dir, self.cs.pid)
+        run(["mount", "-o", "remount,async", self.cs.disk], check=False)
 
 
 class CpuCap:
@@ -183,7 +220,9 @@ def run_lab(args: argparse.Namespace, state: Path) -> dict[str, Any]:
         # capacity the jobs really share, as the cluster suite's throttled disk is.
         cap = None
         try:
-            if args.cs_cpu:
+            if args.cs_disk_mib:
+                cap = DiskCap(lab, lab.chunkservers[args.server], args.cs_disk_mib)
+            elif args.cs_cpu:
                 cap = CpuCap(lab, lab.chunkservers[args.server], args.cs_cpu)
             elif args.capacity > 1:
                 cap = lab.slow_chunkserver(lab.chunkservers[args.server], args.capacity)
@@ -196,6 +235,7 @@ def run_lab(args: argparse.Namespace, state: Path) -> dict[str, Any]:
         out = analyse(obs, rounds)
         out["capacity"] = args.capacity
         out["cs_cpu"] = args.cs_cpu
+        out["cs_disk_mib"] = args.cs_disk_mib
         return out
 
 

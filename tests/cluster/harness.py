@@ -72,7 +72,11 @@ class Job:
         return [json.loads(x) for x in self.out.splitlines() if x.startswith("{")]
 
 
-DIED = re.compile(r"srun: error: \S+: tasks? [\d,-]+: (Segmentation fault|Aborted|Bus error)")
+#: a rank killed by a signal, as srun reports it, or mpirun (orted steps)
+DIED = re.compile(
+    r"srun: error: \S+: tasks? [\d,-]+: (Segmentation fault|Aborted|Bus error)"
+    r"|exited on signal \d+ \((Segmentation fault|Aborted|Bus error)\)"
+)
 
 
 def survived(job: Job) -> bool:
@@ -281,24 +285,36 @@ class Cluster:
         untraced runs die the same way (docs/accuracy.md, "Rank deaths in MPI_Init"). The
         dead run is kept in `crashed` and its output in $MC/crashed-ID.out, so a test
         reports it rather than hiding it."""
-        job = self.sbatch(user, name, opts, wrap)
+        return self.surviving(lambda: self.sbatch(user, name, opts, wrap), crashed, ok)
+
+    def surviving(
+        self,
+        make: Callable[[], Job],
+        crashed: list[Job] | None = None,
+        ok: Callable[[Job], bool] | None = None,
+    ) -> Job:
+        """`make()` once more when its job died (`sbatch_surviving` says why)."""
+        job = make()
         if (ok or survived)(job):
             return job
         if crashed is not None:
             crashed.append(job)
         (self.mc / f"crashed-{job.job_id}.out").write_text(job.out)
-        return self.sbatch(user, name, opts, wrap)
+        return make()
 
-    def srun(self, user: str, name: str, opts: str, command: str) -> Job:
-        """Run `command` with srun directly (no batch script); the job id comes from rank 0."""
+    def srun(self, user: str, name: str, opts: str, command: str, check: bool = True) -> Job:
+        """Run `command` with srun directly (no batch script); the job id comes from rank 0.
+        `check=False`: a step whose rank died is returned too (`surviving`)."""
         t0 = time.monotonic()
         res = self.as_user(
             user,
             f"srun -J {name} {opts} sh -c {shlex.quote('[ $SLURM_PROCID = 0 ] && echo JOBID=$SLURM_JOB_ID; exec ' + command)}",  # noqa: E501
         )
-        assert res.returncode == 0, res.stdout + res.stderr
+        out = res.stdout + res.stderr
+        assert res.returncode == 0 or (not check and DIED.search(out)), out
         job_id = next(x[6:] for x in res.stdout.splitlines() if x.startswith("JOBID="))
-        return Job(job_id, name, user, res.stdout, time.monotonic() - t0)
+        return Job(job_id, name, user, out if res.returncode else res.stdout,
+                   time.monotonic() - t0)  # fmt: skip
 
     def wait_gone(self, job: Job, timeout: float = 900) -> None:
         end = time.monotonic() + timeout

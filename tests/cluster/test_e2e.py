@@ -34,6 +34,7 @@ pytestmark = pytest.mark.cluster
 BLOCK_KIB, BLOCKS = 1024, 16  # per rank: 16 MiB written, then read back
 PAUSE_MS = 100  # between blocks: phases of ~2 s, timed to well under 1 % on a busy host
 MD_FILES = 1000  # per rank of the metadata job
+MAX_CRASHED = 3  # MPI runs that may die in Open MPI's start-up and be made again
 FIO_MB, FIO_RATE = 512, "128m"  # fio's own rate limit: a 4-s write, then a 4-s read
 OVERHEAD_RUNS = 5
 # The disturbed job's I/O time alone, at the throttled rate. The throttle shares the disk
@@ -53,6 +54,7 @@ class Runs:
     sacct: dict[str, dict[str, str]] = field(default_factory=dict)
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)
     feed_errors: list[str] = field(default_factory=list)
+    crashed: list[Job] = field(default_factory=list)  # MPI start-ups that died, made again
 
     def report(self, job: Job) -> dict[str, Any]:
         if job.job_id not in self.reports:
@@ -122,12 +124,16 @@ def run_accuracy(c: Cluster, runs: Runs) -> None:
     size = f"{BLOCK_KIB} {BLOCKS}"
     j = runs.jobs
     # three launchers: sbatch + srun, srun alone, sbatch + mpirun (orted steps)
-    j["mpi-n1"] = c.sbatch(
-        "iolensa", "mpi-n1", "-N4 -n4", f"srun {bench} n1 {d} {size} 1 {PAUSE_MS}"
+    # MPI jobs whose start-up died in Open MPI are made again (`Cluster.sbatch_surviving`)
+    j["mpi-n1"] = c.sbatch_surviving(
+        "iolensa", "mpi-n1", "-N4 -n4", f"srun {bench} n1 {d} {size} 1 {PAUSE_MS}", runs.crashed
     )
-    j["mpi-nn"] = c.srun("iolensa", "mpi-nn", "-N4 -n4", f"{bench} nn {d} {size} 1 {PAUSE_MS}")
-    j["mpi-nm"] = c.sbatch(
-        "iolensa", "mpi-nm", "-N4 -n4", f"mpirun {bench} nm {d} {size} 2 {PAUSE_MS}"
+    nn = f"{bench} nn {d} {size} 1 {PAUSE_MS}"
+    j["mpi-nn"] = c.surviving(
+        lambda: c.srun("iolensa", "mpi-nn", "-N4 -n4", nn, check=False), runs.crashed
+    )
+    j["mpi-nm"] = c.sbatch_surviving(
+        "iolensa", "mpi-nm", "-N4 -n4", f"mpirun {bench} nm {d} {size} 2 {PAUSE_MS}", runs.crashed
     )
     data = f"{d}/fio.$SLURM_JOB_ID.dat"
     # --invalidate=0: fio would otherwise drop the file's cached pages before reading, and
@@ -148,7 +154,9 @@ def run_overhead(c: Cluster, runs: Runs) -> None:
     cmd = f"srun {c.bin}/mpiio_bench n1 {c.jobs_dir} {BLOCK_KIB} {BLOCKS}"
     for _ in range(OVERHEAD_RUNS):
         for mode, opt in (("traced", ""), ("untraced", "--no-iolens ")):
-            job = c.sbatch("iolensa", f"overhead-{mode}", f"{opt}-N4 -n4", cmd)
+            job = c.sbatch_surviving(
+                "iolensa", f"overhead-{mode}", f"{opt}-N4 -n4", cmd, runs.crashed
+            )
             rec = job.records()[0]
             runs.overhead.setdefault(mode, []).append(
                 {"wall_s": job.elapsed_s, "io_s": rec["write_s"] + rec["read_s"]}
@@ -372,9 +380,15 @@ def test_accuracy_and_overhead_table(runs):
                 }
             ),
             "",
+            f"Runs whose MPI start-up died in Open MPI and were made again: "
+            f"{', '.join(j.job_id for j in runs.crashed) or 'none'}",
+            "",
             f"Timings: {json.dumps(c.timings)}",
         ]
     )
     (c.mc / "accuracy.md").write_text(text + "\n")
     print("\n" + text)
     assert len(rows) == 8
+    # a few of the 14 MPI runs may die in Open MPI's start-up (2-3 % each, traced or not);
+    # more than that is no longer the known race
+    assert len(runs.crashed) <= MAX_CRASHED, [j.job_id for j in runs.crashed]
