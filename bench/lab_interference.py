@@ -59,6 +59,7 @@ def run_rounds(args: argparse.Namespace, lab: Lab, obs: Observatory) -> list[dic
         )
     rounds = []
     for k in range(args.rounds):
+        wait_free(cs.disk, need)
         dirs = {}
         for who, node in (("victim", "c1"), ("culprit", "c3")):
             d = lab.mount / "interference" / f"{who}{k}"
@@ -76,7 +77,6 @@ def run_rounds(args: argparse.Namespace, lab: Lab, obs: Observatory) -> list[dic
         c = result(culprit)
         for d in dirs.values():  # the shared chunkserver's disk is small (LAB_DISK_MB)
             shutil.rmtree(d, ignore_errors=True)
-        wait_free(cs.disk, need)
         rounds.append({"round": k, "alone": alone, "beside": beside, "culprit": c,
                        "victim": f"v{k}with", "culprit_job": f"c{k}"})  # fmt: skip
         print(f"round {k}: victim alone {io_time(alone):.1f} s, beside {io_time(beside):.1f} s,"
@@ -210,7 +210,9 @@ class CpuCap:
 
 def run_lab(args: argparse.Namespace, state: Path) -> dict[str, Any]:
     # the shared chunkserver holds a round's files: a culprit that outlasts the victim
-    os.environ.setdefault("LAB_DISK_MB", "2048")
+    # (the node mounts keep a removed file open - "sustained" - for minutes, so its chunks
+    # are not freed between rounds either: a disk for two rounds at the default sizes)
+    os.environ.setdefault("LAB_DISK_MB", "4096")
     # direct-I/O node mounts (lab_jobs.DIRECT_MOUNT_OPTS): else the clients' caches absorb
     # the victim's writes
     with observed_lab(state, args.port_base, args.port, keep=args.keep) as (lab, obs):

@@ -126,6 +126,11 @@ TOPOLOGY_FILENAME = $m/mfstopology.cfg
 MATOML_LISTEN_PORT = $BASE
 MATOCS_LISTEN_PORT = $((BASE + 1))
 MATOCL_LISTEN_PORT = $((BASE + 2))
+# A removed file's chunks are deleted by the master's chunk loop, which by default takes
+# at least 300 s per pass: the lab's small disks would stay full for minutes between runs.
+CHUNKS_LOOP_MIN_TIME = 5
+CHUNKS_SOFT_DEL_LIMIT = 100
+CHUNKS_HARD_DEL_LIMIT = 200
 EOF
   echo "* / rw,alldirs,admin,maproot=0" >"$m/mfsexports.cfg"
   : >"$m/mfstopology.cfg"

@@ -167,8 +167,9 @@ def test_victim_loss_and_its_culprit_follow_the_closed_loop_model(tmp_path):
     with _store(tmp_path / "a.duckdb", {"1": (8, 0, 350), "2": (24, 150, 350)}) as st:
         diag = interference.diagnose(st)
     # with the culprit, 32 in flight: latency 40 ms against 10 ms alone, 3/4 of each second
-    # lost for 200 s (150 s), charged by busy share: the culprit held 3/4 of the OST
-    assert diag.delays[("1", "2")] == pytest.approx(112.5, rel=0.02)
+    # lost for 200 s (150 s): the work that took 200 s beside it takes 50 s alone, so all
+    # of it is the culprit's doing (the victim's own 8 in flight are in its 10 ms alone)
+    assert diag.delays[("1", "2")] == pytest.approx(150.0, rel=0.02)
     pair = next(p for p in diag.pairs if p.victim == "1")
     assert (pair.culprit, pair.component, pair.feature) == ("2", "fs-OST0000", "high_bw")
     t0 = T0.timestamp()
@@ -182,12 +183,12 @@ def test_two_culprits_share_the_loss_by_the_busy_time_they_took(tmp_path):
     jobs = {"1": (8, 0, 350), "2": (24, 150, 350), "3": (8, 150, 350)}
     with _store(tmp_path / "b.duckdb", jobs) as st:
         diag = interference.diagnose(st)
-    # 40 in flight: 50 ms against 10 ms, 4/5 of 200 s lost (160 s), split by busy share:
-    # 24/40 to job 2, 8/40 to job 3, the victim's own 8/40 its own
-    assert diag.delays[("1", "2")] == pytest.approx(96.0, rel=0.03)
-    assert diag.delays[("1", "3")] == pytest.approx(32.0, rel=0.03)
+    # 40 in flight: 50 ms against 10 ms, 4/5 of 200 s lost (160 s), split by the others'
+    # busy shares: 24/32 to job 2, 8/32 to job 3
+    assert diag.delays[("1", "2")] == pytest.approx(120.0, rel=0.03)
+    assert diag.delays[("1", "3")] == pytest.approx(40.0, rel=0.03)
     kept = {(p.victim, p.culprit) for p in diag.pairs}
-    # 96 s is over a quarter of the victim's 350 s of I/O; 32 s is not
+    # 120 s is over a quarter of the victim's 350 s of I/O; 40 s is not
     assert ("1", "2") in kept and ("1", "3") not in kept
 
 
@@ -256,7 +257,7 @@ def test_untagged_clients_are_other_clients_not_culprits(tmp_path):
         st.execute("DELETE FROM jobs WHERE job_id = 'find.1003'")
         diag = interference.diagnose(st)
     assert not diag.pairs and not [k for k in diag.delays if k[1] == "find.1003"]
-    assert diag.other["1"] == pytest.approx(112.5, rel=0.02)
+    assert diag.other["1"] == pytest.approx(150.0, rel=0.02)
 
 
 @pytest.mark.parametrize(("culprit_nodes", "episode"), [(40, True), (32, False)])

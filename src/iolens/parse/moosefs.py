@@ -232,12 +232,16 @@ def parse_mounts(text: str, source: str = "mfscli -SMO", sep: str = "|") -> list
 
 def parse_fileinfo(text: str, source: str = "mfsfileinfo") -> list[FileLayout]:
     """Every file `mfsfileinfo` described: a `PATH:` line, then `chunk N:` lines each
-    followed by `copy N: IP:PORT (status:...)` lines. Empty files have no chunks."""
+    followed by `copy N: IP:PORT (status:...)` lines. Empty files have no chunks. A path
+    it could not describe gets one `PATH: message` line (removed since, a directory) and
+    is left out: the files asked with it keep their layouts."""
     out: list[FileLayout] = []
     for no, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not raw.startswith(("\t", " ")) and line.endswith(":"):
             out.append(FileLayout(line[:-1]))
+        elif line.startswith("/") and ": " in line and not raw.startswith(("\t", " ")):
+            continue  # this path's own error
         elif line.startswith("chunk ") and out:
             out[-1].chunks.append([])
         elif line.startswith("copy ") and out and out[-1].chunks:

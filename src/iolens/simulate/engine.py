@@ -405,10 +405,17 @@ class Engine:
             else:
                 loads = asked * mds_per_unit
             total = loads.sum() + (storm if factor[i] == mds_factor else 0.0)
+            others = total - loads[i]
+            if others <= 0:
+                continue
+            # What the others took: all of the loss, unless the phase alone asks more than
+            # the bottleneck gives (then it would get cap / own alone, and loses only
+            # others / total of its time to them). Split by their shares of it.
+            taken = min(lost, others / total)
             for j, q in enumerate(active):
                 if q.job.job_id != p.job.job_id and loads[j] > 0:
                     key = (p.job.job_id, q.job.job_id)
-                    blame[key] = blame.get(key, 0.0) + lost * loads[j] / total
+                    blame[key] = blame.get(key, 0.0) + taken * loads[j] / others
         served = min(storm, max(0.0, self.caps.mds_ops - md_load * mds_factor))
         # What each component actually did, as a share of what it can do now.
         self.busy.append(

@@ -17,12 +17,18 @@ request (handling plus the queue wait of the target's server, `req_waittime`).
   slowest); the victim lost that share of the second. Samples where noise makes the
   latency fall below the baseline count negatively, so noise cancels over a burst
   instead of adding up.
-* **Who caused it.** The excess latency comes from the target's whole load, so each
-  other job is charged the lost time times its share of the target's busy time in that
-  sample, the victim's own share being its own part (N-1 jobs, whose requests hold a
+* **Who caused it.** The victim's latency alone already holds its own queue, so the
+  excess is the others' doing: each other job is charged the lost time times its share
+  of the others' busy time on the target in that sample (N-1 jobs, whose requests hold a
   thread longer, weigh more by themselves). What no scheduler job accounts for (clients
   outside jobs, untagged `procname.uid` processes) is kept as the victim's loss to "other
-  clients". This is the split the simulator's ground truth uses too.
+  clients". A victim loses at most the others' share of the target's busy time (what a
+  server shared by processor sharing takes from a job that alone would fill it); more
+  is its own queue, which its latency alone missed. The simulator's ground truth splits
+  the same way. (Until 2026-12-06 the
+  victim's own share of the target was left out as "its own part", which counted its own
+  queue twice: an N-N job alone at 10 ms per request and at 40 ms beside a culprit lost
+  3/4 of each second to that culprit, not 3/4 x the culprit's share.)
 * **A degraded target** is not its neighbours' fault: while a `slow_ost` episode covers
   a target, the uncontended latency there is raised by the episode's measured slowdown.
 
@@ -271,19 +277,23 @@ def window_tallies(
         for k in np.unique(win_owner):
             r = rows[k]
             held = win_sec[win_owner == k]
-            lost = float(slowed[r]) * len(held)
             g = s.group[r]
             members = order[starts[g] : ends[g]]
             whole = s.group_busy[g]
-            if whole - s.busy[r] <= 1e-9 * whole:
+            others = whole - s.busy[r]
+            if others <= 1e-9 * whole:
                 continue  # alone on the target: nobody to blame
-            lost_other[v] += lost * s.group_other[g] / whole
+            # sharing a server, a job loses at most the others' share of it (all of that
+            # when it alone would fill the server): more is its own queue, which the
+            # threads model of its latency alone missed
+            lost = min(float(slowed[r]), float(others / whole)) * len(held)
+            lost_other[v] += lost * s.group_other[g] / others
             comp = str(s.component[r])
             for m in members:
                 c = str(s.job[m])
                 if c == v or not s.known[m]:
                     continue
-                part = float(s.busy[m] / whole)
+                part = float(s.busy[m] / others)
                 delay = lost * part
                 key = (v, c, comp)
                 t = out.get(key)
