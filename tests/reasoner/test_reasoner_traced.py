@@ -69,6 +69,15 @@ def host_wide(a: dict, but: set[str]) -> bool:
     return a["verdict"] == "system-wide" and len({e["node"] for e in a["episodes"]} - but) >= 2
 
 
+def slow_phase(a: dict, p: Proc, pid: int) -> dict:
+    """The process's episode of its slow phase within anomaly `a`: a host-wide stall of a
+    few calls just before it may have joined the same anomaly as an episode of its own."""
+    return max(
+        (e for e in a["episodes"] if e["pid"] == pid and e["node"] == p.node),
+        key=lambda e: e["calls"],
+    )
+
+
 def check_ring(forwarded: list[dict], p: Proc, pid: int, ring: int) -> None:
     """The forwarded activities are the process's last ones before its anomaly: its
     writes among them are, in order, the logged calls just before the slow phase (the
@@ -108,7 +117,9 @@ def test_one_process_of_six_is_process_local(one_slow) -> None:
     assert s0 - 20 * ms <= a["start"] <= s0 + 15 * ms
     assert e0 - 15 * ms <= a["end"] <= e0 + 5 * ms
     check_ring(a["forwarded"], slowed, pid, 16)
-    # no other process had a slow phase: nothing else at that time
+    # no other process had a slow phase: nothing else at that time but the host's own
+    # stalls (host_wide) and the stray stall of a few calls a loaded machine gives any one
+    # process (rightly process-local: CI's run had one on n1 during the slow phase)
     assert not [
         x
         for x in anoms
@@ -116,6 +127,7 @@ def test_one_process_of_six_is_process_local(one_slow) -> None:
         and x["start"] <= a["end"]
         and x["end"] >= a["start"]
         and not host_wide(x, {"n2"})
+        and x["calls"] >= SLOW_N // 2
     ]
 
 
@@ -143,7 +155,7 @@ def test_both_processes_of_a_node_are_node_wide(tracer_lib: Path, tmp_path: Path
     # the node's ring: its last activities before the anomaly, from both processes
     assert len(a["forwarded"]) == 8 and {f["node"] for f in a["forwarded"]} == {"n3"}
     for p in slowed:
-        ep = next(e for e in a["episodes"] if e["pid"] == pids[str(p.data)])
+        ep = slow_phase(a, p, pids[str(p.data)])
         check_ring(ep["forwarded"], p, ep["pid"], 8)
 
 
@@ -159,5 +171,5 @@ def test_all_processes_slowed_is_system_wide(tracer_lib: Path, tmp_path: Path) -
     assert (a["level"], a["verdict"]) == ("system", "system-wide")
     assert a["where"] == "n1, n2, n3" and a["processes"] == 6
     for p in procs:
-        ep = next(e for e in a["episodes"] if e["pid"] == pids[str(p.data)] and e["node"] == p.node)
+        ep = slow_phase(a, p, pids[str(p.data)])
         check_ring(ep["forwarded"], p, ep["pid"], 8)
