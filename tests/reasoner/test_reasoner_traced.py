@@ -111,11 +111,13 @@ def test_one_process_of_six_is_process_local(one_slow) -> None:
     logged = [r["t1"] - r["t0"] for r in slowed.log if r["target"] == "fifo"]
     assert w["per_call_us"] * 1e3 <= max(logged)  # inside the workload's own timing
     # the anomaly spans the logged slow phase (the tracer's and the log's clocks agree to
-    # well under one slow call; it may open up to gap + 1 calls, 2 ms apart, early)
+    # well under one slow call; it may open up to gap + 1 calls, 2 ms apart, early on a
+    # stray slow call just before, and close as late on one just after: CI's loaded runs
+    # had one 9 ms after the last slow call)
     s0, e0 = slow_window(slowed)
     ms = dt.timedelta(milliseconds=1)
     assert s0 - 20 * ms <= a["start"] <= s0 + 15 * ms
-    assert e0 - 15 * ms <= a["end"] <= e0 + 5 * ms
+    assert e0 - 15 * ms <= a["end"] <= e0 + 20 * ms
     check_ring(a["forwarded"], slowed, pid, 16)
     # no other process had a slow phase: nothing else at that time but the host's own
     # stalls (host_wide) and the stray stall of a few calls a loaded machine gives any one
