@@ -25,10 +25,9 @@ request (handling plus the queue wait of the target's server, `req_waittime`).
   clients". A victim loses at most the others' share of the target's busy time (what a
   server shared by processor sharing takes from a job that alone would fill it); more
   is its own queue, which its latency alone missed. The simulator's ground truth splits
-  the same way. (Until 2026-12-06 the
-  victim's own share of the target was left out as "its own part", which counted its own
-  queue twice: an N-N job alone at 10 ms per request and at 40 ms beside a culprit lost
-  3/4 of each second to that culprit, not 3/4 x the culprit's share.)
+  the same way. (Leaving the victim's own share out, as before 2026-12-06, counted its
+  queue twice: a job at 10 ms per request alone and 40 ms beside one culprit lost 3/4 of
+  each second to it, not 3/4 x the culprit's share.)
 * **A degraded target** is not its neighbours' fault: while a `slow_ost` episode covers
   a target, the uncontended latency there is raised by the episode's measured slowdown.
 
