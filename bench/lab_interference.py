@@ -49,17 +49,22 @@ def run_rounds(args: argparse.Namespace, lab: Lab, obs: Observatory) -> list[dic
     cs = lab.chunkservers[args.server]
     shutil.rmtree(lab.mount / "interference", ignore_errors=True)  # an earlier run's files
     time.sleep(5)  # the chunkserver frees its chunks a moment after the unlink (trash 0)
-    need = 1024 * (args.culprit_ranks * args.culprit_kib * args.culprit_blocks
-                   + 2 * args.victim_ranks * args.victim_kib * args.victim_blocks)  # fmt: skip
+    need = round_need(args)
     free = shutil.disk_usage(cs.disk).free
     if need > 0.9 * free:  # a full chunkserver stalls its writers instead of failing them
         raise SystemExit(
             f"lab_interference: a round needs {need >> 20} MiB on chunkserver {cs.id}, which "
             f"has {free >> 20} MiB free (LAB_DISK_MB of scripts/mfslab.sh); use fewer blocks"
         )
-    rounds = []
+    rounds: list[dict[str, Any]] = []
     for k in range(args.rounds):
-        wait_free(cs.disk, need)
+        try:
+            wait_free(cs.disk, need)
+        except SystemExit as e:  # keep the rounds run so far: they are scored
+            if not rounds:
+                raise
+            print(f"{e}; stopping after {len(rounds)} round(s)", flush=True)
+            break
         dirs = {}
         for who, node in (("victim", "c1"), ("culprit", "c3")):
             d = lab.mount / "interference" / f"{who}{k}"
@@ -83,6 +88,18 @@ def run_rounds(args: argparse.Namespace, lab: Lab, obs: Observatory) -> list[dic
               f" culprit {io_time(c):.1f} s", flush=True)  # fmt: skip
         time.sleep(args.gap)
     return rounds
+
+
+def round_need(args: argparse.Namespace) -> int:
+    """Bytes a round writes on the shared chunkserver (the victim twice: alone, beside)."""
+    return 1024 * (args.culprit_ranks * args.culprit_kib * args.culprit_blocks
+                   + 2 * args.victim_ranks * args.victim_kib * args.victim_blocks)  # fmt: skip
+
+
+def disk_mib(args: argparse.Namespace) -> int:
+    """Each chunkserver's disk for all the rounds (removed files stay while the mounts
+    live), with 10 % and 1 GiB to spare; 4 GiB at least."""
+    return max(4096, args.rounds * round_need(args) // 2**20 * 10 // 9 + 1024)
 
 
 def score(rounds: list[dict[str, Any]], culprits: dict[str, list[dict[str, Any]]]) -> dict:
@@ -209,10 +226,10 @@ class CpuCap:
 
 
 def run_lab(args: argparse.Namespace, state: Path) -> dict[str, Any]:
-    # the shared chunkserver holds a round's files: a culprit that outlasts the victim
-    # (the node mounts keep a removed file open - "sustained" - for minutes, so its chunks
-    # are not freed between rounds either: a disk for two rounds at the default sizes)
-    os.environ.setdefault("LAB_DISK_MB", "4096")
+    # the shared chunkserver holds every round's files: the node mounts keep a removed
+    # file open ("sustained") while they live, so its chunks are not freed between rounds
+    # (a disk image is sparse: only what is written takes room)
+    os.environ.setdefault("LAB_DISK_MB", str(disk_mib(args)))
     # direct-I/O node mounts (lab_jobs.DIRECT_MOUNT_OPTS): else the clients' caches absorb
     # the victim's writes
     with observed_lab(state, args.port_base, args.port, keep=args.keep) as (lab, obs):

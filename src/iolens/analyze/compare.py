@@ -167,11 +167,13 @@ def _ost_mean(store: Store, job_id: str) -> Figure:
     row = store.query(
         """
         SELECT avg(bytes / secs) AS bw FROM (
-            SELECT component_id,
-                   sum(coalesce(read_bytes, 0) + coalesce(write_bytes, 0))::DOUBLE AS bytes,
-                   sum(interval_s) FILTER (
-                       WHERE coalesce(read_bytes, 0) + coalesce(write_bytes, 0) > 0) AS secs
-            FROM server_samples WHERE job_id = ? AND kind = 'ost' AND interval_s > 0
+            SELECT component_id, sum(bytes) AS bytes,
+                   sum(dt) FILTER (WHERE bytes > 0) AS secs
+            FROM (  -- a sample's rows (a trace's processes, reads, writes) count it once
+                SELECT component_id, ts, max(interval_s) AS dt,
+                       sum(coalesce(read_bytes, 0) + coalesce(write_bytes, 0))::DOUBLE AS bytes
+                FROM server_samples WHERE job_id = ? AND kind = 'ost' AND interval_s > 0
+                GROUP BY component_id, ts)
             GROUP BY component_id)
         WHERE secs > 0
         """,

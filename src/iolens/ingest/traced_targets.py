@@ -15,7 +15,9 @@ calls say which targets served it, so the trace is attributed to them here, at i
   offsets of a merged record cover all of them alike);
 * `service_us` is the client-side time per call (the calls' measured duration), not the
   server's handling time: it includes the network and the client's own queue, which is
-  what the job waited.
+  what the job waited. Reads and writes get rows of their own: a row has one time per
+  call, and a read-back from the server's cache and a write to its disk differ a
+  hundredfold (a mixed row is judged as its larger direction, at the wrong cost).
 
 Rows are binned on whole minutes (stamped at the minute's end, `interval_s` 60), the
 sample a MooseFS chunkserver reports, so they sit beside the target's own totals. They
@@ -68,9 +70,9 @@ SELECT make_timestamp(((bin + 1) * {BIN_S} * 1000000)::BIGINT) AS ts,
   sum(dur * frac / k) / 1000.0 / nullif(sum(n * frac / k), 0) AS service_us,
   '{SOURCE}' AS source
 FROM split WHERE frac > 0
-GROUP BY ALL
+GROUP BY bin, ost, job_id, op
 HAVING sum(n * frac / k) >= 0.5
-ORDER BY ts, component_id, job_id
+ORDER BY ts, component_id, job_id, read_ops NULLS FIRST
 """
 
 

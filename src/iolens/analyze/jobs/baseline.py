@@ -6,7 +6,8 @@ latency without the others, which has two parts:
 
 * the **handling time** of one request alone, per target kind, direction (read, write,
   metadata) and request size (powers of two): the median handling time of the samples in
-  which one job had a target (nearly) to itself (`SOLO` of its busy time); with too few of
+  which one job had a target (nearly) to itself (`SOLO` of its busy time, all its rows
+  together: a trace gives one per process); with too few of
   those, the lower quartile of all samples stands in (most samples of a busy target are
   contended, so their median would be too high);
 * the target's **threads**: the most busy threads it was seen to keep (busy time per

@@ -12,11 +12,14 @@ request (handling plus the queue wait of the target's server, `req_waittime`).
   target to itself, and the target's threads). Clients are closed loops (each process
   keeps a bounded number of requests in flight), so a job progresses in inverse
   proportion to its latency: in a sample, the share of its time at the target lost to
-  contention is `1 - alone / observed`. Per second of the victim's bursts, the target
-  with the largest share held it back (its stripes or files progress only as fast as the
-  slowest); the victim lost that share of the second. Samples where noise makes the
-  latency fall below the baseline count negatively, so noise cancels over a burst
-  instead of adding up.
+  contention is `1 - alone / observed`. A job with several rows on a target in one
+  sample (a trace's processes, its reads and writes) is judged over all of them, by
+  their time: 1 - (the requests' time alone) / (the time they took), so a fast
+  read-back slowed tenfold weighs what it cost, not what its ratio says. Per second of
+  the victim's bursts, the target with the largest share held it back (its stripes or
+  files progress only as fast as the slowest); the victim lost that share of the
+  second. Samples where noise makes the latency fall below the baseline count
+  negatively, so noise cancels over a burst instead of adding up.
 * **Who caused it.** The victim's latency alone already holds its own queue, so the
   excess is the others' doing: each other job is charged the lost time times its share
   of the others' busy time on the target in that sample (N-1 jobs, whose requests hold a
@@ -245,9 +248,17 @@ def window_tallies(
             for t0, t1, slow in spans:
                 m = on & (s.t_end > t0) & (s.t_end - s.dt < t1)
                 l0[m] *= slow
+    # a job's rows of one sample (processes, reads and writes apart) are judged together:
+    # the share of its time there lost is 1 - (its requests' time alone) / (their time)
+    ops = np.where(s.ops > 0, s.ops, 0.0)
+    known_rows = s.known & np.isfinite(l0) & np.isfinite(s.latency)
+    alone_t = np.bincount(s.holder, np.where(known_rows, ops * l0, 0.0))
+    taken_t = np.bincount(s.holder, np.where(known_rows, ops * s.latency, 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
-        slowed = np.clip(1.0 - l0 / s.latency, -1.0, 1.0)
-    usable = np.isfinite(slowed) & s.known
+        slowed_by = np.clip(1.0 - alone_t / taken_t, -1.0, 1.0)
+    mine_busy = np.bincount(s.holder, s.busy)
+    slowed = slowed_by[s.holder]
+    usable = np.isfinite(slowed) & known_rows
     order = np.argsort(s.group, kind="stable")
     starts = np.searchsorted(s.group[order], np.arange(len(s.group_busy)))
     ends = np.r_[starts[1:], len(order)]
@@ -256,7 +267,9 @@ def window_tallies(
     for b in found:
         spans[b.job_id].append((b.start, b.end))
     for v in sorted(set(s.job[usable].tolist()) & set(spans)):
-        rows = np.flatnonzero(usable & (s.job == v))
+        mine = usable & (s.job == v)
+        # one row per sample of a target the victim used: its first
+        rows = np.flatnonzero(mine)[np.unique(s.holder[mine], return_index=True)[1]]
         first = np.floor(s.t_end[rows] - s.dt[rows]).astype(np.int64)
         count = np.maximum(1, np.round(s.dt[rows]).astype(np.int64))
         owner, sec = _expand(first, count)
@@ -279,7 +292,7 @@ def window_tallies(
             g = s.group[r]
             members = order[starts[g] : ends[g]]
             whole = s.group_busy[g]
-            others = whole - s.busy[r]
+            others = whole - mine_busy[s.holder[r]]
             if others <= 1e-9 * whole:
                 continue  # alone on the target: nobody to blame
             # sharing a server, a job loses at most the others' share of it (all of that
@@ -288,24 +301,28 @@ def window_tallies(
             lost = min(float(slowed[r]), float(others / whole)) * len(held)
             lost_other[v] += lost * s.group_other[g] / others
             comp = str(s.component[r])
+            parts: dict[str, float] = defaultdict(float)  # culprit -> share of the others
+            traits: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
             for m in members:
                 c = str(s.job[m])
                 if c == v or not s.known[m]:
                     continue
                 part = float(s.busy[m] / others)
-                delay = lost * part
+                parts[c] += part
+                traits[c][feature_of(c in n1, int(s.direction[m]), float(size[m]))] += part
+            for c, part in parts.items():
                 key = (v, c, comp)
                 t = out.get(key)
                 if t is None:
                     t = out[key] = Tally()
                 t.merge(
                     Tally(
-                        delay,
+                        lost * part,
                         int(held.min()),
                         int(held.max()) + 1,
                         len(held),
                         part * len(held),
-                        {feature_of(c in n1, int(s.direction[m]), float(size[m])): delay},
+                        {f: lost * x for f, x in traits[c].items()},
                     )
                 )
     return out, dict(lost_other)

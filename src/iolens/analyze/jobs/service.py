@@ -119,8 +119,11 @@ DIRECTIONS = ("read", "write", "md")
 class Samples:
     """Job rows of the targets over one window, with what was derived from them.
 
-    Arrays are aligned, one entry per (target, sample, job); `group` numbers the
-    (target, sample) pairs, so the jobs sharing a target at one time share a group.
+    Arrays are aligned, one entry per job row of a target's sample; `group` numbers the
+    (target, sample) pairs, so the jobs sharing a target at one time share a group. A job
+    may have several rows in one group (a trace attributes each process's calls, and its
+    reads and writes, apart); `holder` numbers the (group, job) pairs, and a job's share
+    and requests in flight are its rows' together.
     """
 
     component: np.ndarray  # target id
@@ -138,6 +141,7 @@ class Samples:
     group: np.ndarray
     group_busy: np.ndarray  # per group: the target's whole busy time in the sample
     group_other: np.ndarray  # per group: busy time of no scheduler job
+    holder: np.ndarray  # per row: its (group, job) pair
     owned: np.ndarray  # the sample's interval starts in the window (see `_WINDOW`)
     latency_known: bool  # any row had a latency
     waits_known: bool  # queue waits were found for targets with a parent
@@ -151,8 +155,10 @@ class Samples:
 
     @property
     def in_flight(self) -> np.ndarray:
-        """Each row's mean requests in flight at the target (Little's law: rate x latency)."""
-        return self.ops * self.latency / np.maximum(self.dt * 1e6, 1e-9)
+        """Each row's job's mean requests in flight at the target (Little's law: rate x
+        latency, over all of the job's rows in the sample)."""
+        mine = np.bincount(self.holder, self.ops * np.nan_to_num(self.latency))
+        return mine[self.holder] / np.maximum(self.dt * 1e6, 1e-9)
 
     @property
     def group_threads(self) -> np.ndarray:
@@ -161,9 +167,14 @@ class Samples:
         return self.group_busy / np.maximum(self.dt[first] * 1e6, 1e-9)
 
     @property
+    def job_busy(self) -> np.ndarray:
+        """Each row's job's busy time on the target in the sample (all its rows)."""
+        return np.bincount(self.holder, self.busy)[self.holder]
+
+    @property
     def share(self) -> np.ndarray:
-        """Each row's share of its target's busy time in the sample."""
-        return self.busy / np.maximum(self.group_busy[self.group], 1e-12)
+        """Each row's job's share of its target's busy time in the sample."""
+        return self.job_busy / np.maximum(self.group_busy[self.group], 1e-12)
 
     def __len__(self) -> int:
         return len(self.job)
@@ -199,6 +210,9 @@ def load(store: Store, lo: int, hi: int) -> Samples:
     if traced.any():  # client-side busy time: the untraced rest scaled by bytes, not time
         group_busy = np.where(traced, _traced_total(jobs_busy, group, nb, c, first), group_busy)
     other = group_busy - np.bincount(group, np.where(known, busy, 0.0), n_groups)
+    jobs = np.unique(c["j"].astype(str), return_inverse=True)[1].reshape(-1) if n else group
+    holder = np.unique(group.astype(np.int64) * (n + 1) + jobs, return_inverse=True)[1]
+    holder = holder.reshape(-1)
     return Samples(
         component=c["c"],
         kind=c["kind"],
@@ -215,6 +229,7 @@ def load(store: Store, lo: int, hi: int) -> Samples:
         group=group,
         group_busy=group_busy,
         group_other=np.maximum(other, 0.0),
+        holder=holder,
         owned=c["t0"].astype(float) >= lo,
         latency_known=latency_known,
         waits_known=bool(np.isfinite(wait).any()) or not bool(c["has_parent"].any()),

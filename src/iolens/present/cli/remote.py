@@ -84,16 +84,31 @@ def _typed(ctx: typer.Context, name: str) -> bool:
 
 def get(server: str, token: str | None, path: str, params: dict[str, Any] | None = None) -> Any:
     """GET a query endpoint and return its JSON; IolensError with the server's reason."""
+    return request(server, token, "GET", path, params)
+
+
+def request(
+    server: str,
+    token: str | None,
+    method: str,
+    path: str,
+    params: dict[str, Any] | None = None,
+    body: Any = None,
+) -> Any:
+    """One call to the server's API (None params are left out); its JSON answer, or
+    IolensError with the server's reason."""
     import httpx
 
     base = server.rstrip("/")
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     query = {k: v for k, v in (params or {}).items() if v is not None}
     try:
-        res = httpx.get(base + path, params=query, headers=headers, timeout=TIMEOUT_S)
+        res = httpx.request(
+            method, base + path, params=query, json=body, headers=headers, timeout=TIMEOUT_S
+        )
     except httpx.HTTPError as exc:
         raise IolensError(f"cannot reach iolens server at {base}: {exc}") from None
-    if res.status_code == 200:
+    if res.status_code < 400:
         try:
             return res.json()
         except ValueError:

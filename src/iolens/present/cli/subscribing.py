@@ -13,7 +13,6 @@ from typing import Annotated, Any
 
 import typer
 
-from iolens.errors import IolensError
 from iolens.present.cli import remote, render
 from iolens.present.cli.app import DbOption, JsonOption, open_db, out
 from iolens.present.cli.remote import ServerOption, TokenOption
@@ -26,26 +25,7 @@ UserOption = Annotated[
 
 def _call(server: str, token: str | None, method: str, body: Any = None, **params: Any) -> Any:
     """One request to `/api/subscriptions`; IolensError with the server's reason."""
-    import httpx
-
-    base = server.rstrip("/")
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    query = {k: v for k, v in params.items() if v is not None}
-    try:
-        res = httpx.request(
-            method, base + "/api/subscriptions", params=query, json=body, headers=headers,
-            timeout=remote.TIMEOUT_S,
-        )  # fmt: skip
-    except httpx.HTTPError as exc:
-        raise IolensError(f"cannot reach iolens server at {base}: {exc}") from None
-    try:
-        data = res.json()
-    except ValueError:
-        data = {"detail": res.text.strip()[:200]}
-    if res.status_code >= 400:
-        detail = data.get("detail") if isinstance(data, dict) else data
-        raise IolensError(f"iolens server at {base} answered HTTP {res.status_code}: {detail}")
-    return data
+    return remote.request(server, token, method, "/api/subscriptions", params, body)
 
 
 def _channel(email: str | None, webhook: str | None) -> tuple[str, str]:
