@@ -2,7 +2,7 @@
 runs: one round of `bench/lab_interference.py` - a 4-rank N-N MPI job alone, then beside
 an 8-rank N-1 writer on one chunkserver whose disk is held to 8 MiB/s - and iolens's
 delay estimate for the right culprit against the victim's measured slowdown (its own
-clock, alone against beside). About 9 minutes.
+clock, alone against beside). About 8 minutes.
 
 It brings its own lab up (direct-I/O node mounts, a disk-capped chunkserver), so it runs
 in a pytest process of its own, not beside the session's `lab` fixture:
@@ -40,7 +40,6 @@ def test_interference_estimate_matches_the_measured_slowdown(
         culprit_blocks=16,  # about 70 s alone: it outlasts the victim beside it
         lead=10.0, cs_cpu=0.0, cs_disk_mib=8.0, capacity=1.0, gap=65.0,
         state=str(tmp_path), port=28495, port_base=19819, json=None, keep=False,
-        rescore=None,
     )  # fmt: skip
     monkeypatch.setenv("LAB_DISK_MB", str(bench.disk_mib(args)))
     out = bench.run_lab(args, tmp_path)

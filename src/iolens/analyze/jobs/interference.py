@@ -250,14 +250,12 @@ def window_tallies(
                 l0[m] *= slow
     # a job's rows of one sample (processes, reads and writes apart) are judged together:
     # the share of its time there lost is 1 - (its requests' time alone) / (their time)
-    ops = np.where(s.ops > 0, s.ops, 0.0)
     known_rows = s.known & np.isfinite(l0) & np.isfinite(s.latency)
-    alone_t = np.bincount(s.holder, np.where(known_rows, ops * l0, 0.0))
-    taken_t = np.bincount(s.holder, np.where(known_rows, ops * s.latency, 0.0))
+    alone_t = np.bincount(s.holder, np.where(known_rows, s.ops * l0, 0.0))
+    taken_t = np.bincount(s.holder, np.where(known_rows, s.ops * s.latency, 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
-        slowed_by = np.clip(1.0 - alone_t / taken_t, -1.0, 1.0)
-    mine_busy = np.bincount(s.holder, s.busy)
-    slowed = slowed_by[s.holder]
+        slowed = np.clip(1.0 - alone_t / taken_t, -1.0, 1.0)[s.holder]
+    job_busy = s.job_busy
     usable = np.isfinite(slowed) & known_rows
     order = np.argsort(s.group, kind="stable")
     starts = np.searchsorted(s.group[order], np.arange(len(s.group_busy)))
@@ -292,7 +290,7 @@ def window_tallies(
             g = s.group[r]
             members = order[starts[g] : ends[g]]
             whole = s.group_busy[g]
-            others = whole - mine_busy[s.holder[r]]
+            others = whole - job_busy[r]
             if others <= 1e-9 * whole:
                 continue  # alone on the target: nobody to blame
             # sharing a server, a job loses at most the others' share of it (all of that
