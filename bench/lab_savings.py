@@ -11,6 +11,11 @@ after one "history" run of each "after" program (a site has history):
 - the same on one shared file (`mpiio_bench n1i`);
 - N-1 -> N-N: one shared file written collectively (`mpiio_bench n1`) -> a file per
   process (`nn`), 1 MiB requests both;
+- collective buffering: the same 4 KiB calls to one shared file made collective
+  (`mpiio_bench n1i` -> `n1`, `--cb-mib` per rank), so the ranks' blocks of one call reach
+  the file system as one request of `ranks` x 4 KiB. Scored against what IOL004 says
+  collective calls would save (`gain.inputs.collective_s`); its headline saving, for
+  1 MiB requests, is printed beside it;
 - fewer small files: `mdstorm` creating, stat-ing and unlinking 3,000 -> 30 files per rank.
 
 The node mounts run with direct I/O and the smallest write buffer (`lab_jobs.
@@ -60,6 +65,7 @@ class Case:
     before: list[str]  # the program's arguments after the program ("{dir}": the run's dir)
     after: list[str]
     ranks: int
+    gain: str = "seconds"  # the finding's figure for this change: `gain.seconds` or an input
     runs: dict[str, list[dict[str, Any]]] = field(
         default_factory=lambda: {"history": [], "before": [], "after": []}
     )
@@ -78,6 +84,9 @@ def cases(args: argparse.Namespace) -> list[Case]:
         Case("n1nn", f"N-1 (collective) -> N-N, 1 MiB requests, {r1} ranks",
              ("IOL001", "IOL002"), "mpiio_bench",
              ["n1", "{dir}", "1024", str(big)], ["nn", "{dir}", "1024", str(big)], r1),
+        Case("cb", "independent -> collective 4 KiB calls, one shared file", ("IOL004",),
+             "mpiio_bench", ["n1i", "{dir}", "4", str(args.cb_mib * 256)],
+             ["n1", "{dir}", "4", str(args.cb_mib * 256)], r, gain="collective_s"),
         Case("md", f"{n:,} -> {few:,} files per rank", ("IOL005",), "mdstorm",
              ["{dir}", str(n)], ["{dir}", str(few)], r),
     ]  # fmt: skip
@@ -147,12 +156,17 @@ def findings(obs: Observatory, job: str) -> dict[str, dict[str, Any]]:
     return {f["code"]: f for f in out.get("findings") or []}
 
 
-def predicted(found: dict[str, dict[str, Any]], codes: tuple[str, ...]) -> float:
+def predicted(
+    found: dict[str, dict[str, Any]], codes: tuple[str, ...], key: str = "seconds"
+) -> float:
     """The saving iolens promises for the change: the gain of the findings recommending
-    it (0 when none fired: no saving promised)."""
-    return sum(
-        float((found[c].get("gain") or {}).get("seconds") or 0.0) for c in codes if c in found
-    )
+    it (0 when none fired: no saving promised); `key` other than "seconds" names the
+    figure among the gain's inputs (IOL004's `collective_s`)."""
+    out = 0.0
+    for c in codes:
+        gain = (found.get(c) or {}).get("gain") or {}
+        out += float((gain if key == "seconds" else gain.get("inputs") or {}).get(key) or 0.0)
+    return out
 
 
 def analyse(obs: Observatory, todo: list[Case]) -> tuple[list[Row], list[dict[str, Any]]]:
@@ -164,7 +178,7 @@ def analyse(obs: Observatory, todo: list[Case]) -> tuple[list[Row], list[dict[st
         pred, fired = [], []
         for r in case.runs["before"]:
             found = findings(obs, r["job"])
-            pred.append(predicted(found, case.codes))
+            pred.append(predicted(found, case.codes, case.gain))
             fired.append(sorted(found))
             detail.append({"case": case.key, "job": r["job"], "findings": found})
         for r in case.runs["after"]:
@@ -201,8 +215,9 @@ def main() -> None:
     p.add_argument("--mib", type=int, default=64, help="MiB each rank writes (and reads)")
     p.add_argument("--files", type=int, default=3000, help="files per rank before")
     p.add_argument("--files-after", type=int, default=30, help="files per rank after")
-    p.add_argument("--cases", nargs="+", default=["nn", "n1i", "n1nn", "md"],
-                   choices=["nn", "n1i", "n1nn", "md"])  # fmt: skip
+    p.add_argument("--cb-mib", type=int, default=16, help="MiB per rank of the cb case")
+    p.add_argument("--cases", nargs="+", default=["nn", "n1i", "n1nn", "cb", "md"],
+                   choices=["nn", "n1i", "n1nn", "cb", "md"])  # fmt: skip
     p.add_argument("--gap", type=float, default=2.0, help="seconds between runs")
     p.add_argument("--state", default="/tmp/iolens-lab-savings")
     p.add_argument("--port", type=int, default=28496)
@@ -227,6 +242,8 @@ def main() -> None:
     if args.rescore:
         kept = json.loads(Path(args.rescore).read_text())
         todo = [Case(**{**c, "codes": tuple(c["codes"])}) for c in kept["cases"]]
+        for c in todo:  # a run kept before a case had its own figure
+            c.gain = next((d.gain for d in cases(args) if d.key == c.key), c.gain)
         meta = kept["meta"]
         obs = Observatory(state / "iolens", master="", nodes={}, port=args.port)
     else:
@@ -241,6 +258,13 @@ def main() -> None:
         meta["load_end"] = load_avg()
     rows, detail = analyse(obs, todo)
     table = report(rows, meta)
+    headline = [predicted(d["findings"], ("IOL004",)) for d in detail if d["case"] == "cb"
+                and d["job"].startswith("cb-before")]  # fmt: skip
+    if headline:
+        table += (
+            "\n\nCollective buffering: IOL004's headline saving (1 MiB requests) for the "
+            f"same runs (s): {', '.join(f'{x:.3g}' for x in headline)}"
+        )
     print(table)
     (state / "savings.md").write_text(table + "\n")
     if args.md:

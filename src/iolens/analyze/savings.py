@@ -83,6 +83,9 @@ class CallCost:
     latency_s: float | None  # fitted per-call time at size 0; None if the fit failed
     latency_se_s: float | None = None  # its standard error, when fitted
     basis: str = ""  # where the per-byte cost came from
+    #: the calls collective MPI-IO would merge away: on each shared file, its processes'
+    #: calls less one call of them all (independent calls assumed: a trace cannot tell)
+    collective_merges: int = 0
 
     @property
     def mean_s(self) -> float:
@@ -269,10 +272,10 @@ _RANK = (
 _OUTERMOST = f"""
     WITH outer_layer AS (
         SELECT file_id, max({_RANK.format(c="")}) AS l,
-               count(DISTINCT (node, pid)) > 1 AS shared
+               count(DISTINCT (node, pid)) AS procs, procs > 1 AS shared
         FROM client_io WHERE job_id = ? AND op IN ('read', 'write') GROUP BY file_id
     ), d AS (
-        SELECT c.op, c.layer, o.shared, c.size, c."count"::DOUBLE AS n,
+        SELECT c.op, c.layer, o.shared, o.procs, c.size, c."count"::DOUBLE AS n,
                (c."count" * c.size)::DOUBLE AS nb, c.dur_ns::DOUBLE / 1e9 AS t
         FROM client_io c JOIN outer_layer o USING (file_id)
         WHERE c.job_id = ? AND c.op IN ('read', 'write') AND c.dur_ns IS NOT NULL
@@ -337,7 +340,7 @@ def call_cost(store: Store, job_id: str, costs: SystemCosts | None = None) -> Ca
     # one pass: the fit sums per stream, and the call count of each request size
     rows = store.query(
         _OUTERMOST + "SELECT op, layer, shared, size, sum(n) AS calls, sum(nb) AS nbytes, "
-        f"sum(t) AS secs, {_FIT_SUMS} FROM d "
+        f"sum(t) AS secs, sum(n / procs) AS per_proc, {_FIT_SUMS} FROM d "
         "GROUP BY GROUPING SETS ((op, layer, shared), (size)) ORDER BY op, layer, shared",
         [job_id, job_id],
     ).to_pylist()
@@ -348,9 +351,15 @@ def call_cost(store: Store, job_id: str, costs: SystemCosts | None = None) -> Ca
         return None
     nbytes = sum(int(r["nbytes"] or 0) for r in per)
     secs = sum(float(r["secs"] or 0.0) for r in per)
+    merges = round(
+        sum(float(r["calls"] or 0) - float(r["per_proc"] or 0) for r in per
+            if r["layer"] == "mpiio" and r["shared"])
+    )  # fmt: skip
     own = fit(_added(per))
     if own is not None and own.determined and _spread(sizes, calls):
-        return CallCost(calls, nbytes, secs, own.latency, own.se, "fitted to the job's calls")
+        return CallCost(
+            calls, nbytes, secs, own.latency, own.se, "fitted to the job's calls", merges
+        )
     cost_of = (costs or SystemCosts(store)).for_job(job_id)
     transfer, known, basis = 0.0, 0, []
     for r in per:
@@ -365,8 +374,8 @@ def call_cost(store: Store, job_id: str, costs: SystemCosts | None = None) -> Ca
     if known >= calls / 2:
         latency = max(secs - transfer, 0.0) / calls
         text = "transfer at the rate other jobs' calls show: " + "; ".join(basis)
-        return CallCost(calls, nbytes, secs, latency, None, text)
-    return CallCost(calls, nbytes, secs, secs / calls, None, "all of each call counted")
+        return CallCost(calls, nbytes, secs, latency, None, text, merges)
+    return CallCost(calls, nbytes, secs, secs / calls, None, "all of each call counted", merges)
 
 
 _SUM_KEYS = ("nn", "nnb", "bb", "tn", "tb", "tt", "m", "big_t", "big_b")
