@@ -37,6 +37,14 @@ def test_threads_and_fork(mode, tracer_lib, workload, tmp_path):
     assert len(pids) == len(set(pids)) == len(tr.counts)  # each child its own file
 
 
+def test_forks_from_several_threads_at_once(tracer_lib, workload, tmp_path):
+    """8 threads forking 100 times each. A flag the threads shared once let one thread's
+    fork leave the tracer's lock held, and every later fork hung (Open MPI's mpirun,
+    launching 32 ranks from four threads, 2026-12-06)."""
+    _, tr = same_as_untraced(workload, "thread_forks", tmp_path, tracer_lib, n=8)
+    assert tr.counts and tr.rc == 0
+
+
 def test_exec_writes_before_and_continues_after_failed_exec(tracer_lib, workload, tmp_path):
     _, tr = same_as_untraced(workload, "exec", tmp_path, tracer_lib)
     traces = tr.traces()

@@ -102,6 +102,19 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* forks from a thread, as Open MPI's mpirun launches ranks from several at once */
+static void *fork_loop(void *arg)
+{
+    (void)arg;
+    for (int k = 0; k < 100; k++) {
+        pid_t c = fork();
+        if (c == 0) _exit(0);
+        int st;
+        if (c < 0 || waitpid(c, &st, 0) != c) return (void *)1;
+    }
+    return NULL;
+}
+
 static void small(int n)
 {
     char p[4096];
@@ -220,6 +233,17 @@ int main(int argc, char **argv)
         pthread_t t[16];
         for (long i = 0; i < n; i++) pthread_create(&t[i], NULL, thread_main, (void *)i);
         for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
+    } else if (!strcmp(mode, "thread_forks")) {
+        pthread_t t[16];
+        void *bad = NULL;
+        for (long i = 0; i < n; i++) pthread_create(&t[i], NULL, fork_loop, NULL);
+        for (int i = 0; i < n; i++) {
+            void *r;
+            pthread_join(t[i], &r);
+            bad = bad ? bad : r;
+        }
+        if (bad) return 3;
+        nn(0, 16, 4096);
     } else if (!strcmp(mode, "fork") || !strcmp(mode, "fork_exit") || !strcmp(mode, "n1")) {
         /* n children; parent does I/O too; children end with exit() or _exit() */
         for (int i = 0; i < n; i++) {

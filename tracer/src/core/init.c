@@ -26,7 +26,10 @@ IOL_TLS struct iol_chunk *iol_chunk_tls;
 IOL_TLS uint32_t iol_gen_tls;
 
 static int init_once;
-static int fork_locked;
+/* Per thread: a process can fork from several threads at once (Open MPI 4.1's mpirun
+ * forks its ranks from four), and a shared flag let one thread's prepare clear another's,
+ * whose parent handler then left g.lock held: every later fork hung in prepare. */
+static IOL_TLS int fork_locked;
 
 uint64_t iol_mono_ns(void)
 {
