@@ -210,3 +210,50 @@ def test_seff_measures_a_running_job_up_to_now():
          "io_core_hours": 0.01, "top": None, "history": None}  # fmt: skip
     assert "(20% of the run so far)" in line(s)
     assert "(20% of the run)" in line({**s, "running": False})
+
+
+def _run_of(job: str, start: datetime, procs: int, shared: bool, secs: float) -> list[pa.Table]:
+    """A job of `procs` processes each writing 64 MiB in 1 MiB calls, to one shared file
+    or each to its own, every process's writes taking `secs`."""
+    rows = [
+        {"job_id": job, "node": f"n{p // 8}", "rank": p, "pid": 1000 + p, "layer": "posix",
+         "op": "write", "file_id": 500 if shared else 600 + p, "offset": 0, "size": 2**20,
+         "stride": 2**20, "count": 64, "t_start": start + timedelta(seconds=1),
+         "t_end": start + timedelta(seconds=1 + secs), "dur_ns": int(secs * 1e9)}
+        for p in range(procs)
+    ]  # fmt: skip
+    jobs = pa.Table.from_pylist(
+        [{"job_id": job, "user": "u", "app": "sim", "nodes": ["n0"], "nprocs": procs,
+          "start": start, "end": start + timedelta(seconds=secs + 5), "state": "COMPLETED",
+          "source": "test"}], schema=JOBS
+    )  # fmt: skip
+    return [jobs, pa.Table.from_pylist(rows, schema=CLIENT_IO)]
+
+
+def test_n1_saving_comes_from_the_users_earlier_runs_in_another_mode(tmp_path):
+    """IOL001 with no IO500 box and no component peaks: the rate the same application got
+    with files per process at the same scale is what the fix is worth. Planted: 32
+    processes x 64 MiB in 6 s per process with a file each, 18 s to one shared file;
+    a 16-process run (another scale) and a later run (not earlier) are not evidence."""
+    from iolens.analyze.pipeline import analyze_jobs
+
+    t0 = datetime(2025, 3, 1)
+    runs = {
+        "nn-32": (t0, 32, False, 6.0),
+        "nn-16": (t0 + timedelta(minutes=5), 16, False, 1.0),
+        "n1-32": (t0 + timedelta(minutes=10), 32, True, 18.0),
+        "nn-later": (t0 + timedelta(minutes=20), 32, False, 2.0),
+    }
+    with DuckDBStore(tmp_path / "s.duckdb") as store:
+        for job, args in runs.items():
+            jobs, calls = _run_of(job, *args)
+            store.append("jobs", jobs)
+            store.append("client_io", calls)
+        found = {(f.subject_id, f.code): f for f in analyze_jobs(store, list(runs))}
+        rep = report.build(store, "n1-32")
+    assert rep.io_mode == "N-1" and rep.io_procs == 32
+    gain = found[("n1-32", "IOL001")].gain
+    assert gain["inputs"]["earlier_runs"] == 1
+    # 18 s at a third of the earlier rate: 12 s saved (3 significant digits)
+    assert gain["seconds"] == pytest.approx(12.0, rel=0.01)
+    assert "1 earlier N-N run(s) of sim with 32 processes" in gain["model"]

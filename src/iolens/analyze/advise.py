@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import statistics
 from collections import defaultdict
@@ -50,9 +51,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from iolens.analyze.bandwidth import STREAM_IDS
 from iolens.model.mounts import MountTable, is_lustre_target
 from iolens.model.schema import layer_level_sql
+from iolens.model.system_files import STREAM_IDS, system_file_sql
 from iolens.store.base import Store
 
 MIN_TRIALS = 5
@@ -79,6 +80,7 @@ class Trial:
     stripe_size: int | None = None
     io_mode: str | None = None
     mpi_hints: str | None = None  # "k=v;k=v" (NO_HINTS: MPI-IO without hints; None: no MPI-IO)
+    nprocs: int | None = None  # its scale (processes), where the scheduler said
     dirs: list[str] = field(default_factory=list)  # directories of the run's files
     mount_points: set[str] = field(default_factory=set)  # from its Darshan logs' tables
 
@@ -108,6 +110,11 @@ def lfs_size(n: int) -> str:
 _UNFINISHED = "(FAILED|NODE_FAIL|BOOT_FAIL|OUT_OF_MEMORY|TIMEOUT|DEADLINE|PREEMPTED|CANCELLED).*"
 
 
+def unfinished(state: str | None) -> bool:
+    """A run that did not finish (a crash, a kill) measured nothing about its settings."""
+    return re.fullmatch(_UNFINISHED, (state or "").upper()) is not None
+
+
 def trials(store: Store, app: str, user: str | None = None, ext: str | None = None) -> list[Trial]:
     """Past finished runs of `app` (of `user`; touching `*ext` files) with a known bandwidth."""
     # a run that did not finish (a crash, a kill) measured nothing about its settings
@@ -120,7 +127,7 @@ def trials(store: Store, app: str, user: str | None = None, ext: str | None = No
         params.append(user)
     rows = store.query(
         f"""
-        SELECT j.job_id, j."user" AS user, j.start, s.io_mode,
+        SELECT j.job_id, j."user" AS user, j.start, j.nprocs, s.io_mode,
           CASE WHEN s.io_time_s > 0
             THEN (coalesce(s.read_bytes, 0) + coalesce(s.write_bytes, 0)) / s.io_time_s END
             AS bw_summary,
@@ -141,8 +148,9 @@ def trials(store: Store, app: str, user: str | None = None, ext: str | None = No
         if bw is None or not bw > 0:
             continue
         runs[r["job_id"]] = Trial(
-            r["job_id"], r["user"], r["start"], float(bw), io_mode=r["io_mode"]
-        )
+            r["job_id"], r["user"], r["start"], float(bw), io_mode=r["io_mode"],
+            nprocs=r["nprocs"],
+        )  # fmt: skip
     if not runs:
         return []
     ids = pa.table({"job_id": pa.array(list(runs), pa.string())})
@@ -205,8 +213,8 @@ def trials(store: Store, app: str, user: str | None = None, ext: str | None = No
 
 def _outer_bytes(store: Store, jobs: list[str]) -> dict[str, float]:
     """Traced jobs' bytes read + written at each file's outermost layer that moved data
-    (HDF5 over MPI-IO over POSIX, `LAYER_LEVELS`), the standard streams left out: the
-    bytes `io_time_s` timed (`analyze/bandwidth.py`)."""
+    (HDF5 over MPI-IO over POSIX, `LAYER_LEVELS`), the standard streams and system files
+    left out: the bytes `io_time_s` timed (`analyze/bandwidth.py`)."""
     if not jobs:
         return {}
     store.register("_iolens_advise_outer", pa.table({"job_id": pa.array(jobs, pa.string())}))
@@ -220,6 +228,7 @@ def _outer_bytes(store: Store, jobs: list[str]) -> dict[str, float]:
               FROM client_io c JOIN _iolens_advise_outer USING (job_id)
               WHERE c.op IN ('read', 'write') AND c.size > 0
                 AND c.file_id NOT IN ({streams})
+                AND NOT {system_file_sql("c.job_id", "c.file_id")}
               GROUP BY ALL
             ), top AS (SELECT job_id, file_id, max(level) AS level FROM lv GROUP BY ALL)
             SELECT lv.job_id, sum(lv.bytes) AS bytes

@@ -49,10 +49,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from iolens.model.ids import file_id as _file_id
 from iolens.model.schema import LAYER_LEVELS, UPPER_LAYERS
+from iolens.model.system_files import STREAM_IDS, STREAMS, system_file_sql
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from iolens.model.darshan import DarshanJob
     from iolens.store.base import Store
 
@@ -60,17 +62,6 @@ if TYPE_CHECKING:
 OUTER_LAYER = "MPI-IO"
 #: Darshan modules of the data layers and their counter prefixes.
 DARSHAN_PREFIX = {"MPI-IO": "MPIIO", "POSIX": "POSIX", "STDIO": "STDIO", "DFS": "DFS"}
-STREAMS = frozenset({"<STDIN>", "<STDOUT>", "<STDERR>"})
-#: Darshan's default path exclusions (darshan-runtime `darshan-config.c`,
-#: `darshan_path_exclusions`): system files, pseudo-files and devices, which a traced job
-#: also touches (the MPI launcher reads /sys, every program /usr/lib) but which are no
-#: part of its I/O. Left out of traced jobs' bandwidth so both sources time the same files.
-SYSTEM_PREFIXES = (
-    "/etc/", "/dev/", "/usr/", "/bin/", "/boot/", "/lib/", "/opt/", "/sbin/", "/sys/",
-    "/proc/", "/var/",
-)  # fmt: skip
-#: Their file ids, as every collector derives them from the path.
-STREAM_IDS = frozenset(_file_id(s) for s in STREAMS)
 
 DEFINITION = "bytes / I/O time of the slowest rank (darshan-parser --perf, agg_perf_by_slowest)"
 TRACED = "bytes / I/O time of the slowest process, from each traced call's own duration"
@@ -255,10 +246,9 @@ def of_calls(
     dur_s: np.ndarray,
     t0: np.ndarray,
     t1: np.ndarray,
-    skip_files: Iterable[int] = (),
 ) -> Bandwidth:
-    """The bandwidth of a traced job from its call records (`skip_files`: file ids left
-    out, see `system_files`).
+    """The bandwidth of a traced job from its call records (the standard streams left
+    out; the records hold no system files: `system_file_sql`).
 
     `op` is 0 read, 1 write, 2 metadata (anything else is ignored); `layer` the record's
     layer name ("mpiio" for MPI-IO calls, "hdf5", "pnetcdf"); `dur_s` the summed duration
@@ -266,7 +256,7 @@ def of_calls(
     call's end. Each process is a group of its own: processes whose I/O overlaps in time run
     together and the slowest counts; processes one after the other add up.
     """
-    skip = np.fromiter(STREAM_IDS | set(skip_files), np.int64)
+    skip = np.fromiter(STREAM_IDS, np.int64)
     keep = (op <= 2) & ~np.isin(file_id, skip)
     if not keep.any():
         return Bandwidth(0, 0, 0.0, 0.0, 0.0, "", TRACED)
@@ -424,11 +414,10 @@ def from_store(store: Store, ids_table: str) -> dict[str, Bandwidth]:
     return {str(j): of_records(g.drop(columns="job_id")) for j, g in rows.groupby("job_id")}
 
 
-def system_files(store: Store, ids_table: str) -> set[int]:
-    """Ids of the system files (`SYSTEM_PREFIXES`) the jobs in `ids_table` touched."""
-    like = " OR ".join(f"path LIKE '{p}%'" for p in SYSTEM_PREFIXES)
-    rows = store.query(
-        f"SELECT DISTINCT file_id FROM files WHERE ({like}) AND file_id IN "
-        f"(SELECT DISTINCT file_id FROM client_io JOIN {ids_table} USING (job_id))"
+def system_files(store: Store, ids_table: str) -> pa.Table:
+    """The system files each traced job in `ids_table` touched (`system_file_sql`):
+    columns `job_id`, `file_id`."""
+    return store.query(
+        f"SELECT DISTINCT job_id, file_id FROM client_io JOIN {ids_table} USING (job_id) "
+        f"WHERE {system_file_sql()}"
     )
-    return set(rows.column("file_id").to_pylist())

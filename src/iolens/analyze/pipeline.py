@@ -87,7 +87,7 @@ def analyze_jobs(
         if mine:
             if not box:
                 box.append(savings.io500_box(store))
-            _estimate(store, rep, mine, box[0], costs, failed)
+            _estimate(store, rep, mine, box[0], costs, failed, reports)
         found += [f for _r, f in mine]
         summary = {k: getattr(rep, k) for k in JOB_SUMMARIES.names if hasattr(rep, k)}
         summaries.append({**summary, "findings": len(mine), "analyzed": now})
@@ -139,10 +139,11 @@ def _estimate(
     box: dict[str, object] | None,
     costs: savings.SystemCosts,
     failed: list[tuple[str, str, str]],
+    batch: list[JobReport],
 ) -> None:
     """Each finding's saving into its `gain`, and the findings ordered by it (largest
     first); a model that fails costs that estimate only."""
-    ctx = savings.context(store, rep, box, costs)
+    ctx = savings.context(store, rep, box, costs, batch)
     for rule, f in mine:
         try:
             s = rule.saving(f, rep, ctx)

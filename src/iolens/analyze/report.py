@@ -26,8 +26,9 @@ from iolens.model.schema import (
     UPPER_LAYERS,
     layer_level_sql,
 )
+from iolens.model.system_files import STREAM_IDS
 from iolens.store import queries
-from iolens.store.base import Store
+from iolens.store.base import Store, registered
 
 BIN_S = 1.0  # resolution of the time series plotted (never of a bandwidth: `bandwidth.py`)
 
@@ -101,6 +102,15 @@ _LEVEL_OF_CODE = np.array([*(LAYER_LEVELS[n] for n in CLIENT_LAYERS), 0])
 # Seconds inside the record's calls (the tracer's own per-call timing); rows without it
 # (none of iolens's sources leave it out) count their span.
 _DUR_SQL = "coalesce(dur_ns / 1e9, (epoch_us(t_end) - epoch_us(t_start)) / 1e6)"
+# A traced job's I/O is that on its own files. The system files every process reads (a
+# library's tables, /proc, /sys: what Darshan leaves out by default, and what never reaches
+# the parallel file system) would otherwise pass for files all ranks share, and hwloc's
+# scan of /sys and /proc for ~900 metadata ops per MPI rank (`_iolens_skip`: the traced
+# jobs' system files, see `build_many`). Who did I/O on which files also leaves out the
+# standard streams.
+_STREAMS_SQL = ", ".join(str(i) for i in sorted(STREAM_IDS))
+_NOT_SYSTEM_SQL = "({c}job_id, {c}file_id) NOT IN (SELECT (job_id, file_id) FROM _iolens_skip)"
+_JOB_FILE_SQL = f"file_id NOT IN ({_STREAMS_SQL}) AND {_NOT_SYSTEM_SQL.format(c='')}"
 # Every client record of the chunk's jobs, and whether it counts towards the totals:
 # an MPI-IO call and the POSIX calls it causes describe the same I/O, so each file's
 # reads, writes and metadata ops count from one layer (queries.counted_layer_ctes).
@@ -115,6 +125,7 @@ SELECT c.job_id, c.file_id,
        epoch_us(t_start) / 1e6 AS t0, epoch_us(t_end) / 1e6 AS t1,
        {_COUNTED} AS counted, hash(c.node, c.pid) AS process, {_DUR_SQL} AS dur
 FROM client_io c JOIN _iolens_chunk USING (job_id) {_COUNTED_JOIN}
+WHERE {_NOT_SYSTEM_SQL.format(c="c.")}
 ORDER BY c.job_id
 """
 _HAS_UPPER_SQL = (
@@ -129,11 +140,13 @@ SELECT job_id, file_id,
        (size * count)::DOUBLE AS nbytes, count::DOUBLE AS count,
        epoch_us(t_start) / 1e6 AS t0, epoch_us(t_end) / 1e6 AS t1, true AS counted,
        hash(node, pid) AS process, {_DUR_SQL} AS dur
-FROM client_io JOIN _iolens_chunk USING (job_id) ORDER BY job_id
+FROM client_io JOIN _iolens_chunk USING (job_id)
+WHERE {_NOT_SYSTEM_SQL.format(c="")} ORDER BY job_id
 """
-_FLAT_PAIRS_SQL = """
+_FLAT_PAIRS_SQL = f"""
 SELECT job_id, hash(node, pid) AS process, file_id, sum(size * count)::DOUBLE AS nbytes
-FROM client_io JOIN _iolens_chunk USING (job_id) WHERE op IN ('read', 'write')
+FROM client_io JOIN _iolens_chunk USING (job_id)
+WHERE op IN ('read', 'write') AND {_JOB_FILE_SQL}
 GROUP BY ALL ORDER BY job_id
 """
 # Bytes per (process, data file): all the I/O mode and the busiest files need. Who shares
@@ -142,7 +155,8 @@ GROUP BY ALL ORDER BY job_id
 _PAIRS_SQL = f"""
 WITH d AS (
   SELECT job_id, node, pid, file_id, size * count AS b, {_LEVEL_SQL} AS lv
-  FROM client_io JOIN _iolens_chunk USING (job_id) WHERE op IN ('read', 'write')
+  FROM client_io JOIN _iolens_chunk USING (job_id)
+  WHERE op IN ('read', 'write') AND {_JOB_FILE_SQL}
   QUALIFY lv = max(lv) OVER (PARTITION BY job_id, file_id))
 SELECT job_id, hash(node, pid) AS process, file_id, sum(b)::DOUBLE AS nbytes
 FROM d GROUP BY ALL ORDER BY job_id
@@ -154,17 +168,19 @@ _PER_JOB_SQL = {
     "io": "SELECT job_id, count(DISTINCT node) AS nodes, count(DISTINCT (node, pid)) AS procs, "
     "list(DISTINCT node ORDER BY node) AS node_names "
     f"FROM client_io JOIN _iolens_ids USING (job_id) WHERE op IN ({_IO_OPS_SQL}) "
-    "GROUP BY job_id",
+    f"AND {_JOB_FILE_SQL} GROUP BY job_id",
     "forwarders": "SELECT job_id, list(DISTINCT forwarder ORDER BY forwarder) AS fwd FROM "
     "(SELECT DISTINCT job_id, node FROM client_io JOIN _iolens_ids USING (job_id) "
-    f" WHERE op IN ({_IO_OPS_SQL})) JOIN forwarding ON node = compute_node GROUP BY job_id",
+    f" WHERE op IN ({_IO_OPS_SQL}) AND {_JOB_FILE_SQL}) "
+    "JOIN forwarding ON node = compute_node GROUP BY job_id",
     # OSTs: of the files the job read or wrote (see `_job_osts`), and named by jobstats
     "data_files": "SELECT DISTINCT job_id, file_id FROM client_io JOIN _iolens_ids "
-    "USING (job_id) WHERE op IN ('read', 'write')",
+    f"USING (job_id) WHERE op IN ('read', 'write') AND {_JOB_FILE_SQL}",
     "sampled_osts": "SELECT DISTINCT job_id, component_id AS ost FROM server_samples "
     "JOIN _iolens_ids USING (job_id) WHERE kind = 'ost'",
     "files": "SELECT job_id, count(DISTINCT file_id) AS n FROM client_io "
-    "JOIN _iolens_ids USING (job_id) WHERE op IN ('read', 'write') GROUP BY job_id",
+    f"JOIN _iolens_ids USING (job_id) WHERE op IN ('read', 'write') AND {_JOB_FILE_SQL} "
+    "GROUP BY job_id",
     "phases": "SELECT p.* FROM job_phases p JOIN _iolens_ids USING (job_id) ORDER BY job_id, phase",
 }
 
@@ -237,55 +253,52 @@ def build_many(
     cluster has ~1,000 jobs, so everything is fetched for all jobs at once and grouped by
     job in SQL; only the per-record work (time series, I/O mode) runs per job, in numpy.
     """
-    store.register("_iolens_ids", pa.table({"job_id": pa.array(job_ids, pa.string())}))
-    try:
-        jobs = {
-            r["job_id"]: r
-            for r in store.query(
-                "SELECT j.* FROM jobs j JOIN _iolens_ids USING (job_id)"
-            ).to_pylist()
-        }
-        extra = {k: _grouped(store, sql) for k, sql in _PER_JOB_SQL.items()}
-        extra["osts"] = _job_osts(store, extra.pop("data_files"), extra.pop("sampled_osts"))
-        extra["findings"] = _grouped(
-            store,
-            _FINDINGS_SQL.format(join="JOIN _iolens_ids ON subject_id = job_id"),
-            "subject_id",
-        )
-    finally:
-        store.unregister("_iolens_ids")
-    reports: list[JobReport] = []
-    tops: list[tuple[JobReport, list[dict[str, Any]]]] = []
-    facts: dict[str, dict[str, Any]] = {}  # per job, for the topology gaps
-    known = [j for j in job_ids if j in jobs]
-    for i in range(0, len(known), CHUNK_JOBS):
-        chunk = known[i : i + CHUNK_JOBS]
-        store.register("_iolens_chunk", pa.table({"job_id": pa.array(chunk, pa.string())}))
-        try:
-            # Most jobs never call MPI-IO or HDF5: skip the layer bookkeeping for them.
-            layered = store.query(_HAS_UPPER_SQL).num_rows > 0
-            rec, rec_at = _split(store.query(_RECORDS_SQL if layered else _FLAT_RECORDS_SQL))
-            pairs, pair_at = _split(store.query(_PAIRS_SQL if layered else _FLAT_PAIRS_SQL))
-            logged = bandwidth.from_store(store, "_iolens_chunk")
-            system = bandwidth.system_files(store, "_iolens_chunk")
-        finally:
-            store.unregister("_iolens_chunk")
-        for job_id in chunk:
-            a, b = rec_at.get(job_id, (0, 0))
-            c, d = pair_at.get(job_id, (0, 0))
-            rep, top = _report(
-                jobs[job_id],
-                {k: v[a:b] for k, v in rec.items()},
-                {k: v[c:d] for k, v in pairs.items()},
-                with_series,
-                logged.get(job_id)
-                or _traced_bandwidth({k: v[a:b] for k, v in rec.items()}, system),
+    ids = pa.table({"job_id": pa.array(job_ids, pa.string())})
+    with registered(store, "_iolens_ids", ids):
+        skip = bandwidth.system_files(store, "_iolens_ids")
+    with registered(store, "_iolens_skip", skip):
+        with registered(store, "_iolens_ids", ids):
+            jobs = {
+                r["job_id"]: r
+                for r in store.query(
+                    "SELECT j.* FROM jobs j JOIN _iolens_ids USING (job_id)"
+                ).to_pylist()
+            }
+            extra = {k: _grouped(store, sql) for k, sql in _PER_JOB_SQL.items()}
+            extra["osts"] = _job_osts(store, extra.pop("data_files"), extra.pop("sampled_osts"))
+            extra["findings"] = _grouped(
+                store,
+                _FINDINGS_SQL.format(join="JOIN _iolens_ids ON subject_id = job_id"),
+                "subject_id",
             )
-            facts[job_id] = _attach(rep, {k: v.get(job_id, []) for k, v in extra.items()})
-            reports.append(rep)
-            tops.append((rep, top))
-            if on_job:
-                on_job(job_id)
+        reports: list[JobReport] = []
+        tops: list[tuple[JobReport, list[dict[str, Any]]]] = []
+        facts: dict[str, dict[str, Any]] = {}  # per job, for the topology gaps
+        known = [j for j in job_ids if j in jobs]
+        for i in range(0, len(known), CHUNK_JOBS):
+            chunk = known[i : i + CHUNK_JOBS]
+            chunk_ids = pa.table({"job_id": pa.array(chunk, pa.string())})
+            with registered(store, "_iolens_chunk", chunk_ids):
+                # Most jobs never call MPI-IO or HDF5: skip the layer bookkeeping for them.
+                layered = store.query(_HAS_UPPER_SQL).num_rows > 0
+                rec, rec_at = _split(store.query(_RECORDS_SQL if layered else _FLAT_RECORDS_SQL))
+                pairs, pair_at = _split(store.query(_PAIRS_SQL if layered else _FLAT_PAIRS_SQL))
+                logged = bandwidth.from_store(store, "_iolens_chunk")
+            for job_id in chunk:
+                a, b = rec_at.get(job_id, (0, 0))
+                c, d = pair_at.get(job_id, (0, 0))
+                rep, top = _report(
+                    jobs[job_id],
+                    {k: v[a:b] for k, v in rec.items()},
+                    {k: v[c:d] for k, v in pairs.items()},
+                    with_series,
+                    logged.get(job_id) or _traced_bandwidth({k: v[a:b] for k, v in rec.items()}),
+                )
+                facts[job_id] = _attach(rep, {k: v.get(job_id, []) for k, v in extra.items()})
+                reports.append(rep)
+                tops.append((rep, top))
+                if on_job:
+                    on_job(job_id)
     _topology_gaps(store, reports, facts)
     # Layouts of the busiest files only, all jobs at once.
     layouts = queries.file_layouts(store, sorted({t["file_id"] for _, top in tops for t in top}))
@@ -486,16 +499,14 @@ def _report(
     return rep, top
 
 
-def _traced_bandwidth(
-    rec: dict[str, np.ndarray], system: set[int] | frozenset[int] = frozenset()
-) -> bandwidth.Bandwidth:
+def _traced_bandwidth(rec: dict[str, np.ndarray]) -> bandwidth.Bandwidth:
     """The job's bandwidth from its client records' call durations (every layer: the
-    definition picks each file's outermost one), without the `system` files."""
+    definition picks each file's outermost one; the records hold no system files)."""
     code = rec["layer"]
     names = np.array([*CLIENT_LAYERS, "other"], dtype=object)[np.minimum(code, len(CLIENT_LAYERS))]
     return bandwidth.of_calls(
         rec["process"], rec["file_id"], names, rec["op"], rec["nbytes"], rec["dur"],
-        rec["t0"], rec["t1"], system,
+        rec["t0"], rec["t1"],
     )  # fmt: skip
 
 

@@ -10,7 +10,8 @@ estimate is built from three kinds of evidence, and says which it used:
 * **the system's capacity**: the IO500 box of the system (`io500_runs`), scaled to the
   job's node count (clients are the limit below the node count IO500 ran on), and the
   benchmarked peaks of the forwarders and OSTs the job used (`components.peak_bw`);
-* **the job's earlier runs** (IOL006): how long phases of the same volume took before.
+* **the job's earlier runs**: how long phases of the same volume took before (IOL006),
+  and the bandwidth the application got with another I/O mode at the same scale (IOL001).
 
 The model is deliberately simple: a fix changes one cost (per-call overhead, a
 bandwidth, a number of bytes or operations) and the saving is the time that cost takes
@@ -23,15 +24,17 @@ range is the honest part. A saving never exceeds the time the fixed cost takes n
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from iolens.model.schema import layer_level_sql
+from iolens.model.system_files import system_file_sql
 
 if TYPE_CHECKING:  # annotations only: `iolens darshan` prices findings without either
+    from iolens.analyze.advise import Trial
     from iolens.analyze.jobreport import JobReport
     from iolens.store.base import Store
 
@@ -94,16 +97,24 @@ class CallCost:
 
 @dataclass
 class Context:
-    """Everything the models read besides the report. The call cost is read when a model
-    first asks for it (only IOL004's does): the other findings' jobs cost no call query."""
+    """Everything the models read besides the report. The call cost and the earlier runs
+    are read when a model first asks for them (IOL004's, IOL001's): the other findings'
+    jobs cost no such query."""
 
     capacity: Capacity = field(default_factory=Capacity)
     cores: int = 1  # processes (or nodes when the process count is unknown)
     read_calls: Callable[[], CallCost | None] | None = None
+    read_earlier: Callable[[], list[Trial]] | None = None
 
     @cached_property
     def calls(self) -> CallCost | None:
         return self.read_calls() if self.read_calls else None
+
+    @cached_property
+    def earlier(self) -> list[Trial]:
+        """The user's finished runs of the same application at the same scale that started
+        before this one, with their I/O mode and bandwidth (`advise.trials`)."""
+        return self.read_earlier() if self.read_earlier else []
 
 
 @dataclass(frozen=True)
@@ -188,14 +199,42 @@ def context(
     report: JobReport,
     io500: dict[str, Any] | None,
     costs: SystemCosts | None = None,
+    batch: Sequence[JobReport] = (),
 ) -> Context:
     """The context of one job; `io500` is `io500_box(store)` and `costs` a `SystemCosts`,
-    both made once per analysis run."""
+    both made once per analysis run; `batch` the reports analysed with it (their summaries
+    are stored only at the end of the run: an earlier run among them counts too)."""
     return Context(
         capacity=_capacity(store, report, io500),
         cores=int(report.nprocs or report.nodes or 1),
         read_calls=lambda: call_cost(store, report.job_id, costs),
+        read_earlier=lambda: earlier_runs(store, report, batch),
     )
+
+
+def earlier_runs(store: Store, report: JobReport, batch: Sequence[JobReport] = ()) -> list[Trial]:
+    """`Context.earlier`: same user, same application, same process count, started
+    before, finished; from the store's summaries and the reports of `batch`."""
+    from iolens.analyze.advise import Trial, trials, unfinished  # only when asked
+
+    if not report.app or report.start is None:
+        return []
+    runs = {t.job_id: t for t in trials(store, report.app, report.user)}
+    for r in batch:  # this run's analysis replaces a stored summary
+        if r.app == report.app and r.user == report.user and r.end is not None:
+            bw = float(r.bandwidth.get("bw") or 0.0)
+            if bw > 0 and not unfinished(r.state):
+                runs[r.job_id] = Trial(
+                    r.job_id, r.user, r.start, bw, io_mode=r.io_mode, nprocs=r.nprocs
+                )
+    return [
+        t
+        for t in runs.values()
+        if t.job_id != report.job_id
+        and t.start is not None
+        and t.start < report.start
+        and t.nprocs == report.nprocs
+    ]
 
 
 def io500_box(store: Store) -> dict[str, Any] | None:
@@ -273,7 +312,8 @@ _OUTERMOST = f"""
     WITH outer_layer AS (
         SELECT file_id, max({_RANK.format(c="")}) AS l,
                count(DISTINCT (node, pid)) AS procs, procs > 1 AS shared
-        FROM client_io WHERE job_id = ? AND op IN ('read', 'write') GROUP BY file_id
+        FROM client_io WHERE job_id = ? AND op IN ('read', 'write')
+          AND NOT {system_file_sql()} GROUP BY file_id
     ), d AS (
         SELECT c.op, c.layer, o.shared, o.procs, c.size, c."count"::DOUBLE AS n,
                (c."count" * c.size)::DOUBLE AS nb, c.dur_ns::DOUBLE / 1e9 AS t
@@ -404,7 +444,8 @@ def _spread(sizes: list[tuple[int, int]], calls: int) -> bool:
 #: Fit sums per (op, layer, shared) of client records; `{where}` picks the records.
 _COST_SUMS = f"""
     WITH c AS (SELECT * FROM client_io
-               WHERE op IN ('read', 'write') AND dur_ns > 0 AND {{where}}),
+               WHERE op IN ('read', 'write') AND dur_ns > 0 AND {{where}}
+                 AND NOT {system_file_sql()}),
     sh AS (SELECT job_id, file_id, count(DISTINCT (node, pid)) > 1 AS shared
            FROM c GROUP BY job_id, file_id),
     d AS (SELECT c.op, c.layer, sh.shared, c."count"::DOUBLE AS n,

@@ -7,8 +7,8 @@ scale-out backend (DuckDB over a partitioned Parquet dataset) can serve them unc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -42,3 +42,13 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@contextmanager
+def registered(store: Store, name: str, data: pa.Table) -> Iterator[None]:
+    """`data` visible to SQL as `name` for the block's length (unregistered on errors too)."""
+    store.register(name, data)
+    try:
+        yield
+    finally:
+        store.unregister(name)

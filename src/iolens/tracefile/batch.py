@@ -16,6 +16,17 @@ from iolens.model.batch import Batch
 from iolens.model.schema import JOBS, MPI_HINTS
 from iolens.tracefile.trace import TraceFile, display
 
+#: Programs that start a job's processes: MPI launchers, their daemons and Slurm's step
+#: launcher. They read system files and their own session directory and do none of the
+#: job's I/O, and Darshan never records them (it starts in `MPI_Init`). Counted, a traced
+#: `mpirun` made a 32-rank file-per-process job "33 processes, N-M" and named the job's
+#: application `orterun`, so their traces load as nothing (each file's key is still kept:
+#: it is not read again).
+LAUNCHERS = frozenset({
+    "mpirun", "mpiexec", "orterun", "orted", "prterun", "prted", "prte", "mpiexec.hydra",
+    "hydra_pmi_proxy", "srun", "slurmstepd",
+})  # fmt: skip
+
 
 def batch_of(
     trace: TraceFile,
@@ -33,6 +44,8 @@ def batch_of(
     data, which the agent asked of MooseFS: `collect.file_layouts`) fills the `osts` of
     files whose layout the tracer did not record.
     """
+    if trace.exe and Path(trace.exe).name in LAUNCHERS:
+        return Batch(source=f"tracer:{display(trace.path)}", key=batch_key(trace))
     job = job_id or trace.job_id
     user = trace.user or getpass.getuser()
     trusted = owner is None or owner[0] == 0
