@@ -173,14 +173,19 @@ _PER_JOB_SQL = {
     "(SELECT DISTINCT job_id, node FROM client_io JOIN _iolens_ids USING (job_id) "
     f" WHERE op IN ({_IO_OPS_SQL}) AND {_JOB_FILE_SQL}) "
     "JOIN forwarding ON node = compute_node GROUP BY job_id",
-    # OSTs: of the files the job read or wrote (see `_job_osts`), and named by jobstats
-    "data_files": "SELECT DISTINCT job_id, file_id FROM client_io JOIN _iolens_ids "
-    f"USING (job_id) WHERE op IN ('read', 'write') AND {_JOB_FILE_SQL}",
+    # Each job's data files: how many, how many without a known layout, and the OSTs of
+    # the others (see `_job_osts`); a dataset's files view (the newest row of each file)
+    # is read for these files only
+    "data_files": "WITH df AS (SELECT DISTINCT job_id, file_id FROM client_io JOIN _iolens_ids "
+    f"USING (job_id) WHERE op IN ('read', 'write') AND {_JOB_FILE_SQL}), "
+    "lay AS (SELECT file_id, any_value(osts) AS osts FROM files "
+    "WHERE file_id IN (SELECT file_id FROM df) GROUP BY file_id) "
+    "SELECT df.job_id, count(*) AS n, "
+    "count(*) FILTER (WHERE coalesce(len(lay.osts), 0) = 0) AS blind, "
+    "flatten(list(lay.osts) FILTER (WHERE lay.osts IS NOT NULL)) AS osts "
+    "FROM df LEFT JOIN lay USING (file_id) GROUP BY df.job_id",
     "sampled_osts": "SELECT DISTINCT job_id, component_id AS ost FROM server_samples "
     "JOIN _iolens_ids USING (job_id) WHERE kind = 'ost'",
-    "files": "SELECT job_id, count(DISTINCT file_id) AS n FROM client_io "
-    f"JOIN _iolens_ids USING (job_id) WHERE op IN ('read', 'write') AND {_JOB_FILE_SQL} "
-    "GROUP BY job_id",
     "phases": "SELECT p.* FROM job_phases p JOIN _iolens_ids USING (job_id) ORDER BY job_id, phase",
 }
 
@@ -193,38 +198,24 @@ def _grouped(store: Store, sql: str, key: str = "job_id") -> dict[str, list[dict
 
 
 def _job_osts(
-    store: Store, files: dict[str, list[dict[str, Any]]], sampled: dict[str, list[dict[str, Any]]]
+    files: dict[str, list[dict[str, Any]]], sampled: dict[str, list[dict[str, Any]]]
 ) -> dict[str, list[dict[str, Any]]]:
     """Each job's OSTs, sorted: its data files' stripes plus those whose jobstats name it;
     with how many data files it has, how many of them have no known layout, and whether
-    jobstats name it (what the `osts` gap needs).
-
-    Layouts are looked up by file id rather than joined, so a dataset's files view (the
-    newest row of each file over every file row) is read for these files only.
-    """
-    ids = sorted({r["file_id"] for rows in files.values() for r in rows})
-    layouts = queries.file_layouts(store, ids)
-    osts: dict[str, set[str]] = {}
-    unknown: dict[str, int] = {}
-    for job_id, rows in files.items():
-        mine = osts.setdefault(job_id, set())
-        for r in rows:
-            known = layouts.get(r["file_id"], {}).get("osts", [])
-            mine.update(known)
-            unknown[job_id] = unknown.get(job_id, 0) + (not known)
-    for job_id, rows in sampled.items():
-        osts.setdefault(job_id, set()).update(r["ost"] for r in rows)
-    return {
-        job_id: [
+    jobstats name it (what the `osts` gap needs)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for job_id in files.keys() | sampled.keys():
+        row = (files.get(job_id) or [{"n": 0, "blind": 0, "osts": []}])[0]
+        names = set(row["osts"] or []) | {r["ost"] for r in sampled.get(job_id, [])}
+        out[job_id] = [
             {
                 "osts": sorted(names),
-                "data_files": len(files.get(job_id, [])),
-                "without_layout": unknown.get(job_id, 0),
+                "data_files": int(row["n"]),
+                "without_layout": int(row["blind"]),
                 "jobstats": job_id in sampled,
             }
         ]
-        for job_id, names in osts.items()
-    }
+    return out
 
 
 def _split(table: pa.Table) -> tuple[dict[str, np.ndarray], dict[str, tuple[int, int]]]:
@@ -265,7 +256,8 @@ def build_many(
                 ).to_pylist()
             }
             extra = {k: _grouped(store, sql) for k, sql in _PER_JOB_SQL.items()}
-            extra["osts"] = _job_osts(store, extra.pop("data_files"), extra.pop("sampled_osts"))
+            extra["files"] = extra["data_files"]
+            extra["osts"] = _job_osts(extra.pop("data_files"), extra.pop("sampled_osts"))
             extra["findings"] = _grouped(
                 store,
                 _FINDINGS_SQL.format(join="JOIN _iolens_ids ON subject_id = job_id"),
@@ -332,7 +324,7 @@ def _attach(rep: JobReport, extra: dict[str, list[dict[str, Any]]]) -> dict[str,
     rep.forwarders = (extra["forwarders"] or [{"fwd": []}])[0]["fwd"]
     osts = (extra["osts"] or [{"osts": [], "data_files": 0, "without_layout": 0}])[0]
     rep.osts = osts["osts"]
-    rep.files = int((extra["files"] or [{"n": 0}])[0]["n"])
+    rep.files = int((extra["files"] or [{"n": 0}])[0]["n"])  # data files
     rep.findings = [_finding_json(r) for r in extra["findings"]]
     rep.phases = [_phase_json(r) for r in extra["phases"]]
     return {"nodes": io["node_names"] or [], "osts": osts}
