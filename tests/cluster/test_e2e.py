@@ -197,8 +197,14 @@ def _deviation(ours: float, theirs: float) -> float:
 
 
 def _data_files(rep: dict[str, Any], runs: Runs) -> list[dict[str, Any]]:
+    """The programs' own files (`*.dat`), not ROMIO's lock files beside a shared one
+    (`n1.8.dat-4168444956-30638.lock`, 32 bytes: I/O of the ranks, but not the data)."""
     d = str(runs.cluster.jobs_dir)
-    return [f for f in rep["top_files"] if (f["path"] or "").startswith(d)]
+    return [
+        f
+        for f in rep["top_files"]
+        if (f["path"] or "").startswith(d) and f["path"].endswith(".dat")
+    ]
 
 
 # ---- the scheduler's view ----------------------------------------------------------------
